@@ -1,0 +1,39 @@
+// Package replay is the session journal: one append-only JSONL file per
+// session under <stateDir>/sessions/, written by the session's single writer
+// and read back (whole or streamed) to replay a session through the same
+// event path it took live.
+//
+// # File format
+//
+// Every line is one record, a JSON object with an envelope and a flat payload:
+//
+//	{"v":1,"seq":N,"t":"<RFC3339Nano>","type":"…", …payload}
+//
+// v is the format version (records with a newer version are skipped with a
+// warning), seq counts records from 1 (the session header) and t is the time
+// the record was written, in UTC. The record types are:
+//
+//	session          id, cwd, created, daemonVersion (always the first record)
+//	user_prompt      text
+//	assistant        text, reasoning, toolCalls [{id, name, args|argsText|argsBytes}]
+//	tool_call        id, name, args|argsText|argsBytes, direct
+//	tool_result      id, name, args|argsText|argsBytes, result (a tools.Result)
+//	notice           text
+//	error            text
+//	turn_end         stopReason
+//	state            key, value (any JSON; the latest value per key wins)
+//
+// Tool-call arguments are kept exactly as the model sent them: as a JSON
+// value under "args" when they are valid compact JSON, as a string under
+// "argsText" when they are not (invalid JSON, or valid JSON with insignificant
+// whitespace), and as base64 under "argsBytes" when they are not even UTF-8.
+//
+// # Durability
+//
+// Each record is written with one write(2) of the whole line on an O_APPEND
+// descriptor. The file is fsynced when a turn ends, on Sync and on Close,
+// never per record. A crash can therefore leave a torn last line (or a run of
+// NUL bytes), which OpenAppend cuts back to the last newline and which
+// readers skip with a warning. A writer holds flock(LOCK_EX) on its file for
+// its whole life; a second writer, in this or another process, gets ErrLocked.
+package replay

@@ -1,0 +1,35 @@
+package replay
+
+import "errors"
+
+var (
+	// ErrLocked is returned when another writer (in this process or
+	// another) holds the session's journal open for writing.
+	ErrLocked = errors.New("session journal is open for writing elsewhere (another dsh-acp is serving this session)")
+
+	// ErrBadID is returned for a session id that is not of the safe form
+	// (see ValidID).
+	ErrBadID = errors.New("invalid session id")
+
+	// ErrUnsafe is returned when the sessions directory or a journal file
+	// is not safe to use: a symlink, not a directory or regular file, or
+	// owned by another user.
+	ErrUnsafe = errors.New("unsafe session storage")
+
+	// ErrNoHeader is returned when a journal holds no session header and
+	// no event: it is not a session journal (or its creation was torn).
+	ErrNoHeader = errors.New("not a session journal: no session header")
+
+	// ErrClosed is returned by a Journal's methods after Close.
+	ErrClosed = errors.New("session journal is closed")
+
+	// ErrTooLarge is returned by Append for a record longer than MaxLine.
+	ErrTooLarge = errors.New("journal record too large")
+
+	// ErrBadCursor is returned by List for a cursor it did not issue.
+	ErrBadCursor = errors.New("invalid session list cursor")
+
+	// ErrUnknownEvent is returned by Append for an event type the journal
+	// does not know how to record.
+	ErrUnknownEvent = errors.New("unknown event type")
+)

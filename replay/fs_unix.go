@@ -1,0 +1,55 @@
+//go:build unix
+
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// lockFile takes flock(LOCK_EX|LOCK_NB) on f: ErrLocked when another open
+// file description (this process or another) holds it. The lock lives as
+// long as f is open; the descriptor is close-on-exec, so commands the daemon
+// spawns never inherit it.
+func lockFile(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("lock journal: %w", err)
+	}
+	var lerr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			lerr = unix.Flock(int(fd), unix.LOCK_EX|unix.LOCK_NB)
+			if !errors.Is(lerr, unix.EINTR) {
+				return
+			}
+		}
+	}); err != nil {
+		return fmt.Errorf("lock journal: %w", err)
+	}
+	if errors.Is(lerr, unix.EWOULDBLOCK) {
+		return ErrLocked
+	}
+	if lerr != nil {
+		return fmt.Errorf("lock journal: %w", lerr)
+	}
+	return nil
+}
+
+// checkOwner fails with ErrUnsafe unless fi belongs to this process's
+// effective user.
+func checkOwner(fi fs.FileInfo) error {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("%w: %s: cannot read its owner", ErrUnsafe, fi.Name())
+	}
+	if uid := os.Geteuid(); int(st.Uid) != uid {
+		return fmt.Errorf("%w: %s is owned by uid %d, not %d", ErrUnsafe, fi.Name(), st.Uid, uid)
+	}
+	return nil
+}

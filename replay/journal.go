@@ -1,0 +1,143 @@
+package replay
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/dsh-acp/dsh-acp/agent"
+)
+
+// Journal is the single writer of one session's journal. It holds the
+// file's flock until Close. Its methods are safe for concurrent use; each
+// record is one write of one whole line.
+type Journal struct {
+	id  string
+	now func() time.Time
+
+	mu       sync.Mutex
+	f        *os.File
+	enc      *encoder
+	size     int64 // bytes in the file: all whole lines
+	seq      uint64
+	repaired int64
+	broken   error // set when a failed write could not be undone
+	closed   bool
+}
+
+func newJournal(id string, f *os.File, size int64, seq uint64, now func() time.Time) *Journal {
+	return &Journal{id: id, now: now, f: f, enc: newEncoder(), size: size, seq: seq}
+}
+
+// ID is the session id.
+func (j *Journal) ID() string { return j.id }
+
+// Repaired is how many bytes of a torn last line OpenAppend cut away (0 for
+// an intact file).
+func (j *Journal) Repaired() int64 { return j.repaired }
+
+// Append records ev. The streaming-only events (agent.TextDelta,
+// agent.ThoughtDelta, agent.ToolOutput) are not journaled: Append ignores
+// them and returns nil. An event type it does not know fails with
+// ErrUnknownEvent. A TurnEnd is fsynced before Append returns; other
+// records are not (see Sync). Card output beyond MaxCardOutput is cut to
+// its tail. A record longer than MaxLine fails with ErrTooLarge.
+//
+// When a write fails, the partial record is cut away and the error
+// returned; the journal stays usable. If the cut fails too, every later
+// call fails with that error.
+func (j *Journal) Append(ev agent.Event) error {
+	var r wireRecord
+	ok, err := fromEvent(ev, &r)
+	if err != nil || !ok {
+		return err
+	}
+	_, end := ev.(agent.TurnEnd)
+	return j.write(&r, end)
+}
+
+// AppendState records value (marshalled to JSON) as the latest value of the
+// session state key: readers keep the latest value per key.
+func (j *Journal) AppendState(key string, value any) error {
+	if key == "" {
+		return errors.New("append state: empty key")
+	}
+	b, err := json.Marshal(value)
+	if err != nil {
+		return fmt.Errorf("append state %q: %w", key, err)
+	}
+	return j.write(&wireRecord{Type: typeState, Key: key, Value: b}, false)
+}
+
+func (j *Journal) write(r *wireRecord, sync bool) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.usable(); err != nil {
+		return err
+	}
+	r.V, r.Seq = Version, j.seq+1
+	if r.T.IsZero() {
+		r.T = j.now().UTC()
+	}
+	line, err := j.enc.line(r)
+	if err != nil {
+		return fmt.Errorf("append to journal %s: %w", j.id, err)
+	}
+	n, err := j.f.Write(line)
+	if err != nil {
+		if n > 0 {
+			if terr := j.f.Truncate(j.size); terr != nil {
+				j.broken = fmt.Errorf("journal %s holds a partial record: %w", j.id, errors.Join(err, terr))
+			}
+		}
+		return fmt.Errorf("append to journal %s: %w", j.id, err)
+	}
+	j.size += int64(n)
+	j.seq++
+	if sync {
+		if err := j.f.Sync(); err != nil {
+			return fmt.Errorf("sync journal %s: %w", j.id, err)
+		}
+	}
+	return nil
+}
+
+func (j *Journal) usable() error {
+	if j.closed {
+		return ErrClosed
+	}
+	return j.broken
+}
+
+// Sync flushes the journal to stable storage.
+func (j *Journal) Sync() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return ErrClosed
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("sync journal %s: %w", j.id, err)
+	}
+	return nil
+}
+
+// Close fsyncs the journal, releases its lock and closes it. Closing a
+// closed journal returns nil.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return nil
+	}
+	j.closed = true
+	serr := j.f.Sync()
+	cerr := j.f.Close()
+	if err := errors.Join(serr, cerr); err != nil {
+		return fmt.Errorf("close journal %s: %w", j.id, err)
+	}
+	return nil
+}

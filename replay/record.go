@@ -1,0 +1,272 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/tools"
+)
+
+// Version is the journal format version this package writes. Readers skip
+// records with a newer version, with a warning.
+const Version = 1
+
+const (
+	// MaxLine is the longest record, newline included, that Append writes
+	// and readers accept. Longer lines are refused (ErrTooLarge) and, when
+	// found in a file, skipped with a warning.
+	MaxLine = 64 << 20
+
+	// MaxCardOutput caps the card output (tools.Result.CardOutput) that a
+	// tool_result record keeps. Longer output keeps its tail, after a line
+	// saying how many bytes were dropped.
+	MaxCardOutput = 2 << 20
+)
+
+// Record types, the "type" field of a line.
+const (
+	typeSession    = "session"
+	typeUserPrompt = "user_prompt"
+	typeAssistant  = "assistant"
+	typeToolCall   = "tool_call"
+	typeToolResult = "tool_result"
+	typeNotice     = "notice"
+	typeError      = "error"
+	typeTurnEnd    = "turn_end"
+	typeState      = "state"
+)
+
+// Header is a session's first record.
+type Header struct {
+	ID            string
+	Cwd           string
+	Created       time.Time
+	DaemonVersion string
+}
+
+// State is a "state" record: a named piece of session state (the session
+// mode, always-allow rules, …). The latest record for a key wins.
+type State struct {
+	Key   string
+	Value json.RawMessage
+}
+
+// Record is one decoded journal record: exactly one of Header, Event and
+// State is set.
+type Record struct {
+	Seq    uint64
+	Time   time.Time
+	Header *Header
+	Event  agent.Event
+	State  *State
+}
+
+// wireArgs holds tool-call arguments so that any bytes round-trip exactly:
+// Args for valid compact JSON, ArgsText for other UTF-8, ArgsBytes (base64)
+// for anything else.
+type wireArgs struct {
+	Args      json.RawMessage `json:"args,omitempty"`
+	ArgsText  *string         `json:"argsText,omitempty"`
+	ArgsBytes []byte          `json:"argsBytes,omitempty"`
+}
+
+type wireCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	wireArgs
+}
+
+// wireRecord is the union of every record type's fields, so each line is
+// decoded once.
+type wireRecord struct {
+	V    int       `json:"v"`
+	Seq  uint64    `json:"seq"`
+	T    time.Time `json:"t"`
+	Type string    `json:"type"`
+
+	ID            string    `json:"id,omitempty"`
+	Cwd           string    `json:"cwd,omitempty"`
+	Created       time.Time `json:"created,omitzero"`
+	DaemonVersion string    `json:"daemonVersion,omitempty"`
+
+	Text      string     `json:"text,omitempty"`
+	Reasoning string     `json:"reasoning,omitempty"`
+	ToolCalls []wireCall `json:"toolCalls,omitempty"`
+
+	Name string `json:"name,omitempty"`
+	wireArgs
+	Direct bool          `json:"direct,omitempty"`
+	Result *tools.Result `json:"result,omitempty"`
+
+	StopReason agent.StopReason `json:"stopReason,omitempty"`
+
+	Key   string          `json:"key,omitempty"`
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
+func encodeArgs(raw json.RawMessage) wireArgs {
+	switch {
+	case len(raw) == 0:
+		return wireArgs{}
+	case !utf8.Valid(raw):
+		return wireArgs{ArgsBytes: raw}
+	case isCompactJSON(raw):
+		return wireArgs{Args: raw}
+	default:
+		s := string(raw)
+		return wireArgs{ArgsText: &s}
+	}
+}
+
+// isCompactJSON reports whether raw is valid JSON that the encoder copies
+// byte for byte (no insignificant whitespace).
+func isCompactJSON(raw []byte) bool {
+	var buf bytes.Buffer
+	buf.Grow(len(raw))
+	if err := json.Compact(&buf, raw); err != nil {
+		return false
+	}
+	return bytes.Equal(buf.Bytes(), raw)
+}
+
+func (w wireArgs) raw() json.RawMessage {
+	switch {
+	case w.ArgsBytes != nil:
+		return json.RawMessage(w.ArgsBytes)
+	case w.ArgsText != nil:
+		return json.RawMessage(*w.ArgsText)
+	default:
+		return w.Args
+	}
+}
+
+// fromEvent fills r's type and payload from ev. It reports false for the
+// streaming-only events, which are not journaled.
+func fromEvent(ev agent.Event, r *wireRecord) (bool, error) {
+	switch e := ev.(type) {
+	case agent.UserPrompt:
+		r.Type, r.Text = typeUserPrompt, e.Text
+	case agent.AssistantMessage:
+		r.Type, r.Text, r.Reasoning = typeAssistant, e.Text, e.Reasoning
+		if len(e.ToolCalls) > 0 {
+			r.ToolCalls = make([]wireCall, len(e.ToolCalls))
+			for i, c := range e.ToolCalls {
+				r.ToolCalls[i] = wireCall{ID: c.ID, Name: c.Name, wireArgs: encodeArgs(c.Args)}
+			}
+		}
+	case agent.ToolCall:
+		r.Type, r.ID, r.Name, r.wireArgs, r.Direct = typeToolCall, e.ID, e.Name, encodeArgs(e.Args), e.Direct
+	case agent.ToolResult:
+		res := e.Result
+		res.CardOutput = capCardOutput(res.CardOutput)
+		r.Type, r.ID, r.Name, r.wireArgs, r.Result = typeToolResult, e.ID, e.Name, encodeArgs(e.Args), &res
+	case agent.Notice:
+		r.Type, r.Text = typeNotice, e.Text
+	case agent.ErrorMessage:
+		r.Type, r.Text = typeError, e.Text
+	case agent.TurnEnd:
+		r.Type, r.StopReason = typeTurnEnd, e.StopReason
+	case agent.TextDelta, agent.ThoughtDelta, agent.ToolOutput:
+		return false, nil
+	default:
+		return false, fmt.Errorf("%w: %T", ErrUnknownEvent, ev)
+	}
+	return true, nil
+}
+
+// toEvent returns the event an event record holds; ok is false for a type
+// that is not an event.
+func (r *wireRecord) toEvent() (ev agent.Event, ok bool) {
+	switch r.Type {
+	case typeUserPrompt:
+		return agent.UserPrompt{Text: r.Text}, true
+	case typeAssistant:
+		m := agent.AssistantMessage{Text: r.Text, Reasoning: r.Reasoning}
+		if len(r.ToolCalls) > 0 {
+			m.ToolCalls = make([]agent.ToolCallInfo, len(r.ToolCalls))
+			for i, c := range r.ToolCalls {
+				m.ToolCalls[i] = agent.ToolCallInfo{ID: c.ID, Name: c.Name, Args: c.raw()}
+			}
+		}
+		return m, true
+	case typeToolCall:
+		return agent.ToolCall{ID: r.ID, Name: r.Name, Args: r.raw(), Direct: r.Direct}, true
+	case typeToolResult:
+		var res tools.Result
+		if r.Result != nil {
+			res = *r.Result
+		}
+		return agent.ToolResult{ID: r.ID, Name: r.Name, Args: r.raw(), Result: res}, true
+	case typeNotice:
+		return agent.Notice{Text: r.Text}, true
+	case typeError:
+		return agent.ErrorMessage{Text: r.Text}, true
+	case typeTurnEnd:
+		return agent.TurnEnd{StopReason: r.StopReason}, true
+	}
+	return nil, false
+}
+
+// capCardOutput keeps at most MaxCardOutput bytes of s: its tail, starting
+// on a line (or at least a UTF-8) boundary, after a line saying how much
+// was dropped.
+func capCardOutput(s string) string {
+	if len(s) <= MaxCardOutput {
+		return s
+	}
+	const room = 64 // for the marker line
+	cut := len(s) - (MaxCardOutput - room)
+	if nl := indexByteWithin(s[cut:], '\n', 4096); nl >= 0 {
+		cut += nl + 1
+	}
+	for cut < len(s) && !utf8.RuneStart(s[cut]) {
+		cut++
+	}
+	return fmt.Sprintf("[%d bytes of earlier output not journaled]\n", cut) + s[cut:]
+}
+
+func indexByteWithin(s string, c byte, n int) int {
+	if len(s) > n {
+		s = s[:n]
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// encoder turns records into lines. Not safe for concurrent use.
+type encoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+	max int // longest line, newline included
+}
+
+func newEncoder() *encoder {
+	e := &encoder{max: MaxLine}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}
+
+// line encodes r as one line, trailing newline included. The slice is valid
+// until the next call.
+func (e *encoder) line(r *wireRecord) ([]byte, error) {
+	if e.buf.Cap() > 4<<20 {
+		e.buf = bytes.Buffer{} // do not pin one huge record's buffer
+	}
+	e.buf.Reset()
+	if err := e.enc.Encode(r); err != nil {
+		return nil, fmt.Errorf("encode %s record: %w", r.Type, err)
+	}
+	if e.buf.Len() > e.max {
+		return nil, fmt.Errorf("%w: %s record of %d bytes (max %d)", ErrTooLarge, r.Type, e.buf.Len(), e.max)
+	}
+	return e.buf.Bytes(), nil
+}

@@ -1,0 +1,169 @@
+package replay
+
+import (
+	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/tools"
+)
+
+// Texts of the synthetic results Settle gives calls that never got one, and
+// the note a replay shows for background tasks of an earlier daemon.
+const (
+	// InterruptedText closes a call that started but has no result.
+	InterruptedText = "interrupted: the daemon stopped while this command ran"
+	// NotStartedText closes a call the model asked for (in an
+	// AssistantMessage) that never started.
+	NotStartedText = "interrupted: the daemon stopped before this command ran"
+	// TurnEndedText and TurnEndedNotStartedText close calls left open by a
+	// turn that ended (TurnEnd recorded) without their results.
+	TurnEndedText           = "interrupted: the turn ended while this command ran"
+	TurnEndedNotStartedText = "interrupted: the turn ended before this command ran"
+	// GoneNote is what a replay shows for a background task that was still
+	// running when last recorded (see IsBackgroundStart).
+	GoneNote = "this background task belonged to an earlier run of the daemon and is gone"
+)
+
+// IsBackgroundStart reports whether r left a background task running when
+// it was recorded: the result of a bash run_in_background start (TaskID set,
+// TaskStatus "running"), and equally a bash_output read of a task still
+// running. On replay such a task is gone: show GoneNote. To show it only
+// where the task was last seen, see Settler.RunningTasks.
+func IsBackgroundStart(r tools.Result) bool {
+	return r.TaskID != "" && r.TaskStatus == "running"
+}
+
+// Settler closes, on the fly, the tool calls of a recorded event stream that
+// never got a result, so a replayed conversation is well formed (every tool
+// call the model made has exactly one result) and no card stays "running".
+//
+// For each call still open when the next UserPrompt or TurnEnd arrives, or
+// when Close is called, it emits a synthetic ToolResult (IsError, no exit
+// code) just before that event: InterruptedText for a call that started
+// (a ToolCall was recorded), or a synthetic ToolCall followed by a result
+// with NotStartedText for a call the model asked for in an AssistantMessage
+// that never started (TurnEnded* texts when a TurnEnd closes the turn).
+// A turn without a TurnEnd gets none added. Events are passed on as they
+// arrive: a Settler buffers nothing but the open calls.
+//
+// A Settler is not safe for concurrent use.
+type Settler struct {
+	emit  func(agent.Event) error
+	open  []openCall
+	tasks map[string]string // task id → last status seen
+	order []string          // task ids in order of first appearance
+}
+
+type openCall struct {
+	agent.ToolCallInfo
+	started bool
+}
+
+// NewSettler returns a Settler that passes events to emit.
+func NewSettler(emit func(agent.Event) error) *Settler {
+	return &Settler{emit: emit, tasks: map[string]string{}}
+}
+
+// Push passes ev on, preceded by the synthetic results it calls for. It
+// returns emit's first error.
+func (s *Settler) Push(ev agent.Event) error {
+	switch e := ev.(type) {
+	case agent.UserPrompt:
+		if err := s.flush(InterruptedText, NotStartedText); err != nil {
+			return err
+		}
+	case agent.TurnEnd:
+		if err := s.flush(TurnEndedText, TurnEndedNotStartedText); err != nil {
+			return err
+		}
+	case agent.AssistantMessage:
+		for _, c := range e.ToolCalls {
+			if s.find(c.ID) < 0 {
+				s.open = append(s.open, openCall{ToolCallInfo: c})
+			}
+		}
+	case agent.ToolCall:
+		info := agent.ToolCallInfo{ID: e.ID, Name: e.Name, Args: e.Args}
+		if i := s.find(e.ID); i >= 0 {
+			s.open[i] = openCall{ToolCallInfo: info, started: true}
+		} else {
+			s.open = append(s.open, openCall{ToolCallInfo: info, started: true})
+		}
+	case agent.ToolResult:
+		if i := s.find(e.ID); i >= 0 {
+			s.open = append(s.open[:i], s.open[i+1:]...)
+		}
+		s.noteTask(e.Result)
+	}
+	return s.emit(ev)
+}
+
+// Close emits the synthetic results for the calls still open at the end of
+// the stream.
+func (s *Settler) Close() error {
+	return s.flush(InterruptedText, NotStartedText)
+}
+
+// RunningTasks lists, in order of first appearance, the background tasks
+// whose last recorded result said they were running: the tasks GoneNote is
+// about.
+func (s *Settler) RunningTasks() []string {
+	var ids []string
+	for _, id := range s.order {
+		if s.tasks[id] == "running" {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+func (s *Settler) noteTask(r tools.Result) {
+	if r.TaskID == "" || r.TaskStatus == "" {
+		return
+	}
+	if _, seen := s.tasks[r.TaskID]; !seen {
+		s.order = append(s.order, r.TaskID)
+	}
+	s.tasks[r.TaskID] = r.TaskStatus
+}
+
+func (s *Settler) find(id string) int {
+	for i, c := range s.open {
+		if c.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *Settler) flush(startedText, notStartedText string) error {
+	open := s.open
+	s.open = nil
+	for _, c := range open {
+		text := startedText
+		if !c.started {
+			text = notStartedText
+			if err := s.emit(agent.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args}); err != nil {
+				return err
+			}
+		}
+		res := agent.ToolResult{ID: c.ID, Name: c.Name, Args: c.Args, Result: tools.Result{Text: text, IsError: true}}
+		if err := s.emit(res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Settle returns events with every tool call that never got a result closed
+// by a synthetic one, as a Settler does. events is not modified.
+func Settle(events []agent.Event) []agent.Event {
+	out := make([]agent.Event, 0, len(events))
+	s := NewSettler(func(ev agent.Event) error {
+		out = append(out, ev)
+		return nil
+	})
+	for _, ev := range events {
+		_ = s.Push(ev) // emit never fails
+	}
+	_ = s.Close()
+	return out
+}

@@ -1,0 +1,378 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Store is the directory of session journals, <stateDir>/sessions. Its
+// methods are safe for concurrent use; every file access goes through an
+// os.Root, so no session id can reach outside the directory.
+type Store struct {
+	dir  string
+	root *os.Root
+	now  func() time.Time
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock sets the clock that stamps records (time.Now by default).
+func WithClock(now func() time.Time) Option {
+	return func(s *Store) { s.now = now }
+}
+
+// OpenStore opens (creating it 0700 when missing) the sessions directory
+// under stateDir. It refuses (ErrUnsafe) a sessions directory that is a
+// symlink, not a directory, or owned by another user, and repairs its mode
+// to 0700. stateDir itself is created 0700 when missing and otherwise used
+// as it is.
+func OpenStore(stateDir string, opts ...Option) (*Store, error) {
+	if stateDir == "" {
+		return nil, errors.New("open session store: empty state directory")
+	}
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("open session store: %w", err)
+	}
+	dir := filepath.Join(stateDir, "sessions")
+	root, err := openPrivateDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open session store: %w", err)
+	}
+	s := &Store{dir: dir, root: root, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
+}
+
+// openPrivateDir creates dir 0700 when missing, checks that it is a real
+// directory this user owns (the opened directory, not just the path),
+// repairs its mode, and opens it as a root.
+func openPrivateDir(dir string) (*os.Root, error) {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	lst, err := os.Lstat(dir)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case lst.Mode()&fs.ModeSymlink != 0:
+		return nil, fmt.Errorf("%w: %s is a symlink", ErrUnsafe, dir)
+	case !lst.IsDir():
+		return nil, fmt.Errorf("%w: %s is not a directory", ErrUnsafe, dir)
+	}
+	if err := checkOwner(lst); err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	st, err := root.Stat(".")
+	if err == nil && !os.SameFile(lst, st) {
+		err = fmt.Errorf("%w: %s changed while it was opened", ErrUnsafe, dir)
+	}
+	if err == nil && st.Mode().Perm() != 0o700 {
+		err = root.Chmod(".", 0o700)
+	}
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	return root, nil
+}
+
+// Dir is the sessions directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Path is the journal file of session id (which need not exist).
+func (s *Store) Path(id string) (string, error) {
+	if err := ValidID(id); err != nil {
+		return "", err
+	}
+	return filepath.Join(s.dir, fileName(id)), nil
+}
+
+// Close releases the store's directory handle. Open journals stay usable.
+func (s *Store) Close() error { return s.root.Close() }
+
+// Create starts the journal of a new session: it creates the file (0600,
+// failing with an error wrapping fs.ErrExist when it exists), locks it,
+// writes the session header and fsyncs the file and the directory.
+func (s *Store) Create(id, cwd, daemonVersion string) (*Journal, error) {
+	if err := ValidID(id); err != nil {
+		return nil, err
+	}
+	name := fileName(id)
+	f, err := s.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("create journal %s: %w", id, err)
+	}
+	j, err := s.startJournal(id, f)
+	if err != nil {
+		s.root.Remove(name)
+		return nil, fmt.Errorf("create journal %s: %w", id, err)
+	}
+	now := s.now().UTC()
+	h := wireRecord{T: now, Type: typeSession, ID: id, Cwd: cwd, Created: now, DaemonVersion: daemonVersion}
+	if err := j.write(&h, true); err != nil {
+		j.Close()
+		s.root.Remove(name)
+		return nil, err
+	}
+	if err := s.syncDir(); err != nil {
+		j.Close()
+		return nil, fmt.Errorf("create journal %s: %w", id, err)
+	}
+	return j, nil
+}
+
+// startJournal locks a freshly created file and sets its mode.
+func (s *Store) startJournal(id string, f *os.File) (*Journal, error) {
+	if err := lockFile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Chmod(0o600); err != nil { // whatever the umask did
+		f.Close()
+		return nil, err
+	}
+	return newJournal(id, f, 0, 0, s.now), nil
+}
+
+func (s *Store) syncDir() error {
+	d, err := s.root.Open(".")
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// OpenAppend opens an existing session's journal to write more records. It
+// fails with ErrLocked when another writer has it open, with an error
+// wrapping fs.ErrNotExist when there is no such session, with ErrUnsafe for
+// a symlink, a non-regular file or a file of another user, and with
+// ErrNoHeader when the file holds no record. It repairs the file's mode to
+// 0600 and cuts a torn last line (anything after the last newline) away
+// before the first new record; Journal.Repaired reports how many bytes.
+func (s *Store) OpenAppend(id string) (*Journal, error) {
+	if err := ValidID(id); err != nil {
+		return nil, err
+	}
+	j, err := s.openAppend(id)
+	if err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", id, err)
+	}
+	return j, nil
+}
+
+func (s *Store) openAppend(id string) (*Journal, error) {
+	f, st, err := s.openChecked(id, os.O_RDWR|os.O_APPEND)
+	if err != nil {
+		return nil, err
+	}
+	j, err := func() (*Journal, error) {
+		if err := lockFile(f); err != nil {
+			return nil, err
+		}
+		if st.Mode().Perm() != 0o600 {
+			if err := f.Chmod(0o600); err != nil {
+				return nil, err
+			}
+		}
+		size, torn, err := repairTail(f, st.Size())
+		if err != nil {
+			return nil, err
+		}
+		seq, ok, err := lastSeq(f, size)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, ErrNoHeader
+		}
+		j := newJournal(id, f, size, seq, s.now)
+		j.repaired = torn
+		return j, nil
+	}()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return j, nil
+}
+
+// openChecked opens a journal file and checks that it is a regular file of
+// this user, the same file the name pointed at (no symlink).
+func (s *Store) openChecked(id string, flag int) (*os.File, fs.FileInfo, error) {
+	name := fileName(id)
+	lst, err := s.root.Lstat(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !lst.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("%w: %s is not a regular file", ErrUnsafe, name)
+	}
+	f, err := s.root.OpenFile(name, flag, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !os.SameFile(lst, st) {
+		err = fmt.Errorf("%w: %s changed while it was opened", ErrUnsafe, name)
+	}
+	if err == nil {
+		err = checkOwner(st)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, st, nil
+}
+
+// repairTail truncates f back to just after its last newline and reports
+// the new size and how many bytes were cut.
+func repairTail(f *os.File, size int64) (newSize, cut int64, err error) {
+	keep, err := lastNewlineEnd(f, size)
+	if err != nil || keep == size {
+		return size, 0, err
+	}
+	if err := f.Truncate(keep); err != nil {
+		return 0, 0, fmt.Errorf("cut torn last line: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return 0, 0, fmt.Errorf("cut torn last line: %w", err)
+	}
+	return keep, size - keep, nil
+}
+
+// lastNewlineEnd returns the offset just past the last newline in the first
+// size bytes of f (0 when there is none).
+func lastNewlineEnd(f *os.File, size int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	for pos := size; pos > 0; {
+		n := int64(len(buf))
+		if n > pos {
+			n = pos
+		}
+		pos -= n
+		if _, err := f.ReadAt(buf[:n], pos); err != nil {
+			return 0, fmt.Errorf("read journal tail: %w", err)
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return pos + int64(i) + 1, nil
+		}
+	}
+	return 0, nil
+}
+
+// lastSeq finds the sequence number of the last decodable record among the
+// first size bytes of f (which end with a newline), reading backwards in
+// growing windows.
+func lastSeq(f *os.File, size int64) (uint64, bool, error) {
+	for window := int64(64 << 10); ; window *= 2 {
+		window = min(window, size)
+		buf := make([]byte, window)
+		if _, err := f.ReadAt(buf, size-window); err != nil {
+			return 0, false, fmt.Errorf("read journal tail: %w", err)
+		}
+		lines := bytes.Split(bytes.TrimSuffix(buf, []byte{'\n'}), []byte{'\n'})
+		first := 0
+		if window < size {
+			first = 1 // the window may start mid-line
+		}
+		for i := len(lines) - 1; i >= first; i-- {
+			var env struct {
+				V   int    `json:"v"`
+				Seq uint64 `json:"seq"`
+			}
+			if json.Unmarshal(lines[i], &env) == nil && env.V >= 1 {
+				return env.Seq, true, nil
+			}
+		}
+		if window == size {
+			return 0, false, nil
+		}
+	}
+}
+
+// Load reads a session's whole journal (see Read). It takes no lock: a
+// journal being written is read up to its last complete line. A journal
+// without a header gets Header.ID filled from id.
+func (s *Store) Load(id string) (*Loaded, error) {
+	f, err := s.open(id)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	l, err := Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("load journal %s: %w", id, err)
+	}
+	if l.Header.ID == "" {
+		l.Header.ID = id
+	}
+	return l, nil
+}
+
+// Stream decodes a session's journal record by record (see Scan), so a
+// replay can start before the whole file is read.
+func (s *Store) Stream(id string, fn func(Record) error) (warnings []string, err error) {
+	f, err := s.open(id)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Scan(f, fn)
+}
+
+func (s *Store) open(id string) (*os.File, error) {
+	if err := ValidID(id); err != nil {
+		return nil, err
+	}
+	f, _, err := s.openChecked(id, os.O_RDONLY)
+	if err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", id, err)
+	}
+	return f, nil
+}
+
+// readHead decodes the head of a journal: its header and the first user
+// prompt, reading at most a few records.
+func readHead(r io.Reader) (h *Header, prompt string, found bool) {
+	const maxRecords, maxHeadLine = 16, 4 << 20
+	lr := newLineReader(r, maxHeadLine)
+	for i := 0; i < maxRecords; i++ {
+		line, complete, tooLong, err := lr.next()
+		if err != nil {
+			break
+		}
+		if !complete || tooLong {
+			continue
+		}
+		var w wireRecord
+		if json.Unmarshal(bytes.Trim(line, "\x00"), &w) != nil || w.V != Version {
+			continue
+		}
+		switch w.Type {
+		case typeSession:
+			if h == nil {
+				h = &Header{ID: w.ID, Cwd: w.Cwd, Created: w.Created, DaemonVersion: w.DaemonVersion}
+			}
+		case typeUserPrompt:
+			return h, w.Text, true
+		}
+	}
+	return h, "", false
+}
