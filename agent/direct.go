@@ -1,0 +1,61 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// DirectTool is the tool a direct command runs with.
+const DirectTool = "bash"
+
+// directDescription is the description argument of a direct command.
+const directDescription = "Command typed by the user"
+
+// RunDirect runs a command the user typed (a `!` command) with the bash tool
+// as one turn: no model and no Approver are involved, and it works with no
+// model configured. It emits UserPrompt{"!"+command}, ToolCall{Direct: true}
+// (id "user-" and 12 hex digits), the tool's ToolOutput, ToolResult and
+// TurnEnd. The command and its result enter the history as a user message,
+// so the model sees them on the next prompt. It returns Cancelled when ctx
+// ended the run, EndTurn otherwise; the error is reserved as for Prompt.
+func (s *Session) RunDirect(ctx context.Context, command string) (StopReason, error) {
+	if !s.acquire(ctx) {
+		return Cancelled, nil
+	}
+	defer s.release()
+	start := time.Now()
+	args, err := json.Marshal(struct {
+		Command     string `json:"command"`
+		Description string `json:"description"`
+	}{command, directDescription})
+	if err != nil {
+		return EndTurn, err // unreachable: two strings always encode
+	}
+	call := ToolCall{ID: directID(), Name: DirectTool, Args: args, Direct: true}
+	s.record(UserPrompt{Text: "!" + command})
+	s.record(call)
+	res, stop := errorResult("the bash tool is not available in this session"), EndTurn
+	if tool, ok := s.box.Lookup(DirectTool); ok {
+		res = s.runTool(ctx, tool, call)
+		if ctx.Err() != nil {
+			res, stop = cancelledResult(res), Cancelled
+		}
+	}
+	s.record(ToolResult{ID: call.ID, Name: call.Name, Args: call.Args, Result: res})
+	s.record(TurnEnd{StopReason: stop})
+	s.log.Info("direct command ended", zap.String("call", call.ID),
+		zap.Bool("isError", res.IsError), zap.Duration("elapsed", time.Since(start)))
+	return stop, nil
+}
+
+// directID is a fresh tool call id for a direct command.
+func directID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "user-" + hex.EncodeToString(b[:])
+}

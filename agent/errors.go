@@ -1,0 +1,37 @@
+package agent
+
+import (
+	"errors"
+
+	"github.com/dsh-acp/dsh-acp/llm"
+)
+
+// noModelText tells the user how to configure a model.
+const noModelText = "No model is configured. Set DSH_API_KEY (or DEEPSEEK_API_KEY) to your API key; " +
+	"optionally choose the endpoint with --base-url or DSH_BASE_URL and the model with --model or DSH_MODEL, " +
+	"then restart the agent. Commands typed with a leading ! still run without a model."
+
+// describeModelError is the user's message for a failed model request: what
+// to do about it, then the provider's details (which never hold the key).
+func describeModelError(err error) string {
+	var advice string
+	switch {
+	case errors.Is(err, llm.ErrAuth):
+		advice = "The model provider rejected the API key. Check DSH_API_KEY (or DEEPSEEK_API_KEY)."
+	case errors.Is(err, llm.ErrBalance):
+		advice = "The model provider account has insufficient balance. Top it up, then try again."
+	case errors.Is(err, llm.ErrRateLimited):
+		advice = "The model provider is rate limiting requests. Wait a moment, then try again."
+	case errors.Is(err, llm.ErrServer):
+		advice = "The model provider had a server error. Try again shortly."
+	case errors.Is(err, llm.ErrConnection):
+		advice = "The connection to the model provider failed. Check the network and --base-url / DSH_BASE_URL, then try again."
+	case errors.Is(err, llm.ErrMalformed):
+		advice = "The model provider sent a response that could not be read. Check that --base-url / DSH_BASE_URL points at an OpenAI-compatible API."
+	case errors.Is(err, llm.ErrRequest):
+		advice = "The model provider refused the request. Check --model / DSH_MODEL; a very long conversation may also exceed the model's context."
+	default:
+		advice = "The model request failed."
+	}
+	return advice + "\n\nDetails: " + err.Error()
+}

@@ -1,0 +1,218 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/llm/llmtest"
+	"github.com/dsh-acp/dsh-acp/tools"
+)
+
+// TestRestoreEquivalence runs a session through every kind of turn, then
+// restores its journaled events into a fresh session: the next request of
+// both must be byte for byte the same.
+func TestRestoreEquivalence(t *testing.T) {
+	started := make(chan struct{})
+	var live *agent.Session
+	notifier := testTool{name: "notify", run: func(context.Context, tools.Call) tools.Result {
+		live.QueueNotice("NOTICE-2: task bash-7 completed")
+		return tools.Result{Text: "queued"}
+	}}
+	tb := defaultBox(notifier, blocker(started))
+	f := newFixture(t, options{box: tb},
+		// p1: reasoning, text, five calls (spaced JSON, streamed output,
+		// unknown tool, bad JSON, a notice queued mid-turn), then an answer.
+		llmtest.Stream(
+			llmtest.Think("plan"), llmtest.Say("Let me look."),
+			llmtest.StartCall(0, "c1", "echo", `{ "text" : `), llmtest.Args(0, `"a" }`),
+			llmtest.StartCall(1, "c2", "stream", `{}`),
+			llmtest.StartCall(2, "c3", "nope", `{}`),
+			llmtest.StartCall(3, "c4", "echo", `{"text": oops`),
+			llmtest.StartCall(4, "c5", "notify", ``),
+			llmtest.Finish("tool_calls")),
+		llmtest.Stream(llmtest.Think("final thoughts"), llmtest.Say("Done."), llmtest.Finish("stop")),
+		// p2: a provider error.
+		llmtest.Error(401, "bad key"),
+		// p3: cancelled while streaming.
+		llmtest.Response{Chunks: []llmtest.Chunk{llmtest.Say("part")}, Stall: true},
+		// p4: cancelled while a tool runs.
+		llmtest.Calls(llmtest.Call{ID: "c6", Name: "block", Args: `{}`}, llmtest.Call{ID: "c7", Name: "echo", Args: `{}`}),
+		// p5: cut off by max tokens.
+		llmtest.Stream(llmtest.Say("long"), llmtest.Finish("length")),
+		// the final question
+		llmtest.Reply("final"))
+	live = f.sess
+
+	f.sess.QueueNotice("NOTICE-1: task bash-3 completed")
+	f.prompt(t, t.Context(), "p1")
+	runDirect(t, f.sess, t.Context(), "make test")
+	f.prompt(t, t.Context(), "p2")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	f.rec.setHook(func(e agent.Event) {
+		if d, ok := e.(agent.TextDelta); ok && d.Text == "part" {
+			cancel()
+		}
+	})
+	if stop := f.prompt(t, ctx, "p3"); stop != agent.Cancelled {
+		t.Fatalf("p3 stop = %s", stop)
+	}
+	f.rec.setHook(nil)
+
+	ctx, cancel = context.WithCancel(t.Context())
+	go func() {
+		<-started
+		cancel()
+	}()
+	if stop := f.prompt(t, ctx, "p4"); stop != agent.Cancelled {
+		t.Fatalf("p4 stop = %s", stop)
+	}
+	if stop := f.prompt(t, t.Context(), "p5"); stop != agent.MaxTokens {
+		t.Fatalf("p5 stop = %s", stop)
+	}
+
+	journal := roundTrip(t, f.rec.events())
+	if n := len(only[agent.Notice](journal)); n != 2 {
+		t.Fatalf("notices in the journal = %d, want 2", n)
+	}
+
+	g := newFixture(t, options{box: tb}, llmtest.Reply("final"))
+	if made := g.sess.Restore(journal); len(made) != 0 {
+		t.Errorf("Restore made up results for a clean journal: %+v", made)
+	}
+	f.prompt(t, t.Context(), "final question")
+	g.prompt(t, t.Context(), "final question")
+
+	liveReq, restoredReq := f.srv.Last(), g.srv.Last()
+	if string(liveReq.Raw) != string(restoredReq.Raw) {
+		t.Errorf("restored request differs:\nlive:\n%s\nrestored:\n%s", liveReq, restoredReq)
+	}
+	// Spot checks that the history holds what it should.
+	conv := conversation(liveReq)
+	for _, want := range []string{
+		`user: "NOTICE-1: task bash-3 completed\n\np1"`,
+		`reasoning="plan" call c1 echo({"text":"a"})`,
+		`call c4 echo({"text": oops)`,
+		`call c5 notify({})`,
+		`user: "NOTICE-2: task bash-7 completed"`,
+		`assistant: "Done."` + "\n",
+		`$ make test`,
+		`assistant: "part"`,
+		`tool[c7]: "cancelled: the user stopped the turn before this call ran"`,
+		`assistant: "long"`,
+	} {
+		if !strings.Contains(conv, want) {
+			t.Errorf("history lacks %q:\n%s", want, conv)
+		}
+	}
+	if strings.Contains(string(liveReq.Raw), "final thoughts") {
+		t.Error("the reasoning of an answer was sent back")
+	}
+}
+
+func TestRestoreClosesDanglingCalls(t *testing.T) {
+	args := []byte(`{"command":"sleep 1000"}`)
+	journal := []agent.Event{
+		agent.UserPrompt{Text: "!ls"},
+		agent.ToolCall{ID: "user-1", Name: "bash", Args: []byte(`{"command":"ls"}`), Direct: true},
+		// the daemon died; after a restart:
+		agent.UserPrompt{Text: "hi"},
+		agent.AssistantMessage{Text: "Running.", ToolCalls: []agent.ToolCallInfo{
+			{ID: "c1", Name: "bash", Args: args}, {ID: "c2", Name: "bash", Args: args}}},
+		agent.ToolCall{ID: "c1", Name: "bash", Args: args},
+		agent.ToolOutput{ID: "c1", Data: "…"},
+		// the daemon died again
+	}
+	f := newFixture(t, options{}, llmtest.Reply("ok"))
+	made := f.sess.Restore(journal)
+	var ids []string
+	for _, r := range made {
+		if !r.Result.IsError || r.Result.Text != "interrupted: the daemon stopped while this command ran" {
+			t.Errorf("made-up result = %+v", r)
+		}
+		ids = append(ids, r.ID)
+	}
+	if !reflect.DeepEqual(ids, []string{"user-1", "c1", "c2"}) {
+		t.Errorf("made-up results for %v", ids)
+	}
+	f.prompt(t, t.Context(), "what happened?")
+	want := "user: \"The user ran this command directly (not a call of yours):\\n$ ls\\n\\nIts result:\\n" +
+		"interrupted: the daemon stopped while this command ran\\n\\nhi\"\n" +
+		"assistant: \"Running.\" call c1 bash({\"command\":\"sleep 1000\"}) call c2 bash({\"command\":\"sleep 1000\"})\n" +
+		"tool[c1]: \"interrupted: the daemon stopped while this command ran\"\n" +
+		"tool[c2]: \"interrupted: the daemon stopped while this command ran\"\n" +
+		"user: \"what happened?\"\n"
+	if got := conversation(f.srv.Last()); got != want {
+		t.Errorf("request:\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestRestoreReplacesHistory(t *testing.T) {
+	f := newFixture(t, options{}, llmtest.Reply("one"), llmtest.Reply("two"))
+	f.prompt(t, t.Context(), "forget me")
+	f.sess.Restore([]agent.Event{agent.UserPrompt{Text: "old"}, agent.AssistantMessage{Text: "reply"},
+		agent.TurnEnd{StopReason: agent.EndTurn}})
+	f.prompt(t, t.Context(), "new")
+	if got := conversation(f.srv.Last()); got != "user: \"old\"\nassistant: \"reply\"\nuser: \"new\"\n" {
+		t.Errorf("request:\n%s", got)
+	}
+}
+
+func TestHistoryElidesOldOutput(t *testing.T) {
+	lines := testTool{name: "lines", run: func(_ context.Context, call tools.Call) tools.Result {
+		var b strings.Builder
+		for i := 1; i <= 50; i++ {
+			fmt.Fprintf(&b, "%s line %02d of output\n", textArg(call), i)
+		}
+		return tools.Result{Text: b.String()}
+	}}
+	var script []llmtest.Response
+	for i := 1; i <= 3; i++ {
+		id := fmt.Sprintf("c%d", i)
+		script = append(script,
+			llmtest.Calls(llmtest.Call{ID: id, Name: "lines", Args: `{"text":"` + id + `"}`}),
+			llmtest.Reply("ok"))
+	}
+	script = append(script, llmtest.Reply("ok"))
+	f := newFixture(t, options{box: box{lines}, cfg: agent.Config{HistoryBudget: 2000}}, script...)
+	for i := 1; i <= 4; i++ {
+		f.prompt(t, t.Context(), fmt.Sprintf("turn %d", i))
+	}
+	reqs := f.srv.Requests()
+	toolText := func(r llmtest.Request, id string) string {
+		for _, m := range r.Messages {
+			if m.ToolCallID == id {
+				return m.Content
+			}
+		}
+		t.Fatalf("no tool message %s in\n%s", id, r)
+		return ""
+	}
+	elided := "[older output elided: 40 more lines; run the command again if you need them]"
+	tests := []struct {
+		req        int
+		id         string
+		wantElided bool
+	}{
+		{1, "c1", false}, // the open turn is never cut
+		{3, "c1", true},
+		{3, "c2", false},
+		{5, "c1", true},
+		{5, "c2", true},
+		{5, "c3", false},
+		{6, "c3", true},
+	}
+	for _, tt := range tests {
+		got := toolText(reqs[tt.req], tt.id)
+		if strings.Contains(got, elided) != tt.wantElided {
+			t.Errorf("request %d, %s: elided = %v, want %v:\n%s", tt.req, tt.id, !tt.wantElided, tt.wantElided, got)
+		}
+		if tt.wantElided && !strings.HasPrefix(got, tt.id+" line 01 of output\n") {
+			t.Errorf("elided output lost its first lines: %q", got)
+		}
+	}
+}

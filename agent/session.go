@@ -1,0 +1,221 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"strings"
+	"sync"
+	"text/template"
+
+	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/llm"
+	"github.com/dsh-acp/dsh-acp/tools"
+)
+
+// ModelClient streams one model response. *llm.Client implements it.
+type ModelClient interface {
+	// Stream sends req, passes text and reasoning pieces to onDelta as they
+	// arrive, and returns the response assembled so far, also with an
+	// error. The error is ctx's when ctx ended.
+	Stream(ctx context.Context, req llm.Request, onDelta func(llm.Delta)) (llm.Response, error)
+}
+
+// Toolbox is the set of tools a session offers the model.
+type Toolbox interface {
+	// Lookup finds a tool by the name the model calls it by.
+	Lookup(name string) (tools.Tool, bool)
+	// All lists the tools, in the order the model should see them.
+	All() []tools.Tool
+	// PromptSection is the tools' part of the system prompt ("" for none).
+	PromptSection() string
+}
+
+// Defaults for zero Config fields.
+const (
+	DefaultMaxTurnRequests = 50
+	DefaultHistoryBudget   = 300_000
+)
+
+// Config tunes a Session. Zero fields take the defaults.
+type Config struct {
+	// SystemPrompt replaces the embedded base prompt; the tools' section is
+	// appended to either.
+	SystemPrompt string
+	// MaxTurnRequests bounds the model requests of one turn
+	// (DefaultMaxTurnRequests); past it the turn ends max_turn_requests.
+	MaxTurnRequests int
+	// HistoryBudget is the conversation size, in characters, past which old
+	// command output is elided to its first lines (DefaultHistoryBudget).
+	HistoryBudget int
+	// OmitToolCallReasoning stops sending back the reasoning of messages that
+	// made tool calls. By default it is sent back (DeepSeek's thinking mode
+	// rejects a conversation whose tool-call messages lost it); the
+	// reasoning of answers without tool calls is never sent back.
+	OmitToolCallReasoning bool
+	// Logger receives ids, counts and durations, never content.
+	Logger *zap.Logger
+}
+
+// Session is one conversation. Its methods are safe for concurrent use; turns
+// (Prompt, RunDirect) and Restore run one at a time.
+type Session struct {
+	id, cwd  string
+	model    ModelClient
+	box      Toolbox
+	sink     Sink
+	approver Approver
+	cfg      Config
+	log      *zap.Logger
+	base     string // the rendered base system prompt
+
+	turn chan struct{} // holds a token while a turn (or Restore) runs
+	hist history       // guarded by turn
+
+	noticeMu sync.Mutex
+	notices  []string
+}
+
+//go:embed system.md
+var baseSystemPrompt string
+
+// NewSession returns a session with the given id and absolute cwd. model may
+// be nil (no model is configured; prompts then explain how
+// to configure one, and direct commands still work). box may be nil (no
+// tools); approver may be nil (every call is allowed). Every event the
+// session produces goes to sink.
+func NewSession(id, cwd string, model ModelClient, box Toolbox, sink Sink, approver Approver, cfg Config) *Session {
+	if cfg.MaxTurnRequests <= 0 {
+		cfg.MaxTurnRequests = DefaultMaxTurnRequests
+	}
+	if cfg.HistoryBudget <= 0 {
+		cfg.HistoryBudget = DefaultHistoryBudget
+	}
+	if c, ok := model.(*llm.Client); ok && c == nil {
+		model = nil // a typed nil is as good as none
+	}
+	if box == nil {
+		box = emptyBox{}
+	}
+	if sink == nil {
+		sink = SinkFunc(func(Event) {})
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	s := &Session{
+		id: id, cwd: cwd, model: model, box: box, sink: sink, approver: approver, cfg: cfg,
+		log:  log.With(zap.String("session", id)),
+		turn: make(chan struct{}, 1),
+		hist: newHistory(),
+	}
+	s.base = renderBase(cfg.SystemPrompt, cwd)
+	return s
+}
+
+// renderBase fills the base prompt template; a custom prompt is used as is.
+func renderBase(custom, cwd string) string {
+	if custom != "" {
+		return strings.TrimSpace(custom)
+	}
+	tmpl := template.Must(template.New("system").Parse(baseSystemPrompt))
+	var b bytes.Buffer
+	if err := tmpl.Execute(&b, struct{ Cwd string }{cwd}); err != nil {
+		return baseSystemPrompt // the embedded template is static; this cannot fail
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// ID is the session id.
+func (s *Session) ID() string { return s.id }
+
+// Cwd is the session's working directory.
+func (s *Session) Cwd() string { return s.cwd }
+
+// QueueNotice queues context (a background task's completion notice) for the
+// next model request, which carries it once. Safe from any goroutine; it
+// does not start a turn.
+func (s *Session) QueueNotice(text string) {
+	s.noticeMu.Lock()
+	defer s.noticeMu.Unlock()
+	s.notices = append(s.notices, text)
+}
+
+func (s *Session) takeNotices() []string {
+	s.noticeMu.Lock()
+	defer s.noticeMu.Unlock()
+	n := s.notices
+	s.notices = nil
+	return n
+}
+
+// acquire takes the turn token, or gives up when ctx ends first.
+func (s *Session) acquire(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	select {
+	case s.turn <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (s *Session) release() { <-s.turn }
+
+// record emits ev and folds it into the history.
+func (s *Session) record(ev Event) {
+	s.sink.Emit(ev)
+	s.hist.apply(ev)
+}
+
+// Restore replaces the history with the one the recorded events describe
+// (UserPrompt, Notice, AssistantMessage, ToolCall, ToolResult, TurnEnd;
+// others are ignored), exactly as the live session had it. Calls that never
+// got a result (the daemon died mid-call) are answered with an interrupted
+// result; Restore returns those results, in order, for the caller to present
+// and journal. It waits for a running turn to end.
+func (s *Session) Restore(events []Event) []ToolResult {
+	s.turn <- struct{}{}
+	defer s.release()
+	s.hist = newHistory()
+	var made []ToolResult
+	for _, ev := range events {
+		switch ev.(type) {
+		case UserPrompt, AssistantMessage, TurnEnd:
+			made = append(made, s.hist.closeDangling()...)
+		}
+		s.hist.apply(ev)
+	}
+	return append(made, s.hist.closeDangling()...)
+}
+
+// systemPrompt is the base prompt plus the tools' section.
+func (s *Session) systemPrompt() string {
+	sec := s.box.PromptSection()
+	if sec == "" {
+		return s.base
+	}
+	return s.base + "\n\n" + sec
+}
+
+func (s *Session) toolDefs() []llm.ToolDef {
+	all := s.box.All()
+	defs := make([]llm.ToolDef, 0, len(all))
+	for _, t := range all {
+		defs = append(defs, llm.ToolDef{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()})
+	}
+	return defs
+}
+
+func (s *Session) toolSession() tools.Session { return tools.Session{ID: s.id, Cwd: s.cwd} }
+
+// emptyBox is the toolbox of a session given none.
+type emptyBox struct{}
+
+func (emptyBox) Lookup(string) (tools.Tool, bool) { return nil, false }
+func (emptyBox) All() []tools.Tool                { return nil }
+func (emptyBox) PromptSection() string            { return "" }

@@ -1,0 +1,260 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/llm"
+	"github.com/dsh-acp/dsh-acp/tools"
+)
+
+// Prompt runs one turn for the user's prompt (already rendered to text; see
+// RenderPrompt): model requests and tool calls until the model answers
+// without tool calls, the turn limit is reached, the provider stops it, or
+// ctx is cancelled. It emits UserPrompt first and TurnEnd last.
+//
+// Provider failures are told to the user (an ErrorMessage) and end the turn
+// with EndTurn; they are not errors. A cancelled ctx ends it with Cancelled,
+// the history left consistent. The error is reserved for failures of the
+// session itself; there are none today. If ctx ends while another turn
+// still runs, Prompt returns Cancelled without emitting anything.
+func (s *Session) Prompt(ctx context.Context, text string) (StopReason, error) {
+	if !s.acquire(ctx) {
+		return Cancelled, nil
+	}
+	defer s.release()
+	start := time.Now()
+	s.record(UserPrompt{Text: text})
+	stop, requests := s.runTurn(ctx)
+	s.record(TurnEnd{StopReason: stop})
+	s.log.Info("turn ended", zap.String("stopReason", string(stop)),
+		zap.Int("requests", requests), zap.Duration("elapsed", time.Since(start)))
+	return stop, nil
+}
+
+// runTurn is the model ⇄ tools loop. It returns why it stopped and how many
+// model requests it made.
+func (s *Session) runTurn(ctx context.Context) (StopReason, int) {
+	if s.model == nil {
+		s.record(ErrorMessage{Text: noModelText})
+		return EndTurn, 0
+	}
+	for n := 1; ; n++ {
+		if n > s.cfg.MaxTurnRequests {
+			return MaxTurnRequests, n - 1
+		}
+		stop, done := s.step(ctx)
+		if done {
+			return stop, n
+		}
+	}
+}
+
+// step makes one model request and runs the calls it asks for. done reports
+// that the turn is over, for the reason stop.
+func (s *Session) step(ctx context.Context) (stop StopReason, done bool) {
+	s.deliverNotices()
+	req := llm.Request{
+		Messages: s.hist.messages(s.systemPrompt(), s.cfg.HistoryBudget, !s.cfg.OmitToolCallReasoning),
+		Tools:    s.toolDefs(),
+	}
+	start := time.Now()
+	resp, err := s.model.Stream(ctx, req, s.emitDelta)
+	s.log.Debug("model response", zap.Int("messages", len(req.Messages)),
+		zap.String("finish", string(resp.FinishReason)), zap.Int("toolCalls", len(resp.ToolCalls)),
+		zap.Bool("failed", err != nil), zap.Duration("elapsed", time.Since(start)))
+	switch {
+	case ctx.Err() != nil:
+		s.recordPartial(resp)
+		return Cancelled, true
+	case err != nil:
+		s.recordPartial(resp)
+		s.record(ErrorMessage{Text: describeModelError(err)})
+		return EndTurn, true
+	}
+	calls := resp.ToolCalls
+	if resp.FinishReason == llm.FinishLength || resp.FinishReason == llm.FinishContentFilter {
+		calls = nil // cut off mid-call: the arguments cannot be trusted
+	}
+	s.record(AssistantMessage{Text: resp.Text, Reasoning: resp.Reasoning, ToolCalls: callInfos(calls)})
+	if len(calls) == 0 {
+		return finishStop(resp.FinishReason), true
+	}
+	return s.runCalls(ctx, calls)
+}
+
+func finishStop(r llm.FinishReason) StopReason {
+	switch r {
+	case llm.FinishLength:
+		return MaxTokens
+	case llm.FinishContentFilter:
+		return Refusal
+	}
+	return EndTurn
+}
+
+func (s *Session) emitDelta(d llm.Delta) {
+	if d.Reasoning != "" {
+		s.sink.Emit(ThoughtDelta{Text: d.Reasoning})
+	}
+	if d.Text != "" {
+		s.sink.Emit(TextDelta{Text: d.Text})
+	}
+}
+
+// recordPartial records what streamed before a cancel or failure. Tool calls
+// are dropped: they never ran and may be cut short.
+func (s *Session) recordPartial(resp llm.Response) {
+	if resp.Text == "" && resp.Reasoning == "" {
+		return
+	}
+	s.record(AssistantMessage{Text: resp.Text, Reasoning: resp.Reasoning})
+}
+
+// deliverNotices moves the queued notices into the history of this request.
+func (s *Session) deliverNotices() {
+	for _, n := range s.takeNotices() {
+		s.record(Notice{Text: n})
+	}
+}
+
+func callInfos(calls []llm.ToolCall) []ToolCallInfo {
+	if len(calls) == 0 {
+		return nil
+	}
+	infos := make([]ToolCallInfo, len(calls))
+	for i, c := range calls {
+		infos[i] = ToolCallInfo{ID: c.ID, Name: c.Name, Args: eventArgs(c.Args)}
+	}
+	return infos
+}
+
+// runCalls runs a message's calls in order. After a cancel (or an Approver's
+// CancelTurn) the remaining calls are opened and closed with a cancelled
+// result, so none is left without one.
+func (s *Session) runCalls(ctx context.Context, calls []llm.ToolCall) (StopReason, bool) {
+	for i, c := range calls {
+		call := ToolCall{ID: c.ID, Name: c.Name, Args: eventArgs(c.Args)}
+		if ctx.Err() != nil {
+			s.cancelCalls(calls[i:])
+			return Cancelled, true
+		}
+		s.record(call)
+		res, cancelTurn := s.runCall(ctx, call)
+		s.record(ToolResult{ID: call.ID, Name: call.Name, Args: call.Args, Result: res})
+		if cancelTurn {
+			s.cancelCalls(calls[i+1:])
+			return Cancelled, true
+		}
+	}
+	return "", false
+}
+
+const (
+	cancelledBefore = "cancelled: the user stopped the turn before this call ran"
+	cancelledDuring = "cancelled: the user stopped the turn while this call ran"
+)
+
+func (s *Session) cancelCalls(calls []llm.ToolCall) {
+	for _, c := range calls {
+		call := ToolCall{ID: c.ID, Name: c.Name, Args: eventArgs(c.Args)}
+		s.record(call)
+		s.record(ToolResult{ID: call.ID, Name: call.Name, Args: call.Args,
+			Result: tools.Result{Text: cancelledBefore, IsError: true}})
+	}
+}
+
+// runCall checks, approves and runs one call. cancelTurn reports that the
+// turn must end (ctx cancelled, or the Approver said so).
+func (s *Session) runCall(ctx context.Context, call ToolCall) (res tools.Result, cancelTurn bool) {
+	tool, ok := s.box.Lookup(call.Name)
+	if !ok {
+		return errorResult(fmt.Sprintf("unknown tool %q; the tools you can call are: %s",
+			call.Name, strings.Join(s.toolNames(), ", "))), false
+	}
+	if !isJSONObject(call.Args) {
+		return errorResult(fmt.Sprintf("the arguments of this %s call are not a JSON object: %s\n"+
+			"Call the tool again with a JSON object that matches its schema.", call.Name, clipText(argsText(call.Args), 500))), false
+	}
+	if s.approver != nil {
+		a := s.approver.Approve(ctx, s.toolSession(), call)
+		switch {
+		case ctx.Err() != nil || a.Verdict == CancelTurn:
+			return tools.Result{Text: cancelledBefore, IsError: true}, true
+		case a.Verdict == Deny:
+			reason := a.Reason
+			if reason == "" {
+				reason = "the user declined to run this call"
+			}
+			return tools.Result{Text: reason, IsError: true, Declined: reason}, false
+		}
+	}
+	res = s.runTool(ctx, tool, call)
+	if ctx.Err() != nil {
+		return cancelledResult(res), true
+	}
+	return res, false
+}
+
+// runTool runs a tool, streaming its output as ToolOutput events. A panic in
+// the tool becomes an error result rather than the daemon's end.
+func (s *Session) runTool(ctx context.Context, tool tools.Tool, call ToolCall) (res tools.Result) {
+	start := time.Now()
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("tool panicked", zap.String("tool", call.Name), zap.String("call", call.ID), zap.Any("panic", p))
+			res = errorResult(fmt.Sprintf("internal error: the %s tool failed unexpectedly", call.Name))
+		}
+		s.log.Debug("tool call ended", zap.String("tool", call.Name), zap.String("call", call.ID),
+			zap.Bool("isError", res.IsError), zap.Duration("elapsed", time.Since(start)))
+	}()
+	return tool.Run(ctx, tools.Call{
+		ID:      call.ID,
+		Args:    call.Args,
+		Session: s.toolSession(),
+		Output:  func(data string) { s.sink.Emit(ToolOutput{ID: call.ID, Data: data}) },
+	})
+}
+
+// cancelledResult marks a result of a call the cancel interrupted, keeping
+// what the tool reported (its output for the card).
+func cancelledResult(res tools.Result) tools.Result {
+	res.IsError = true
+	if strings.TrimSpace(res.Text) == "" {
+		res.Text = cancelledDuring
+	} else {
+		res.Text = strings.TrimRight(res.Text, "\n") + "\n[" + cancelledDuring + "]"
+	}
+	return res
+}
+
+func errorResult(text string) tools.Result { return tools.Result{Text: text, IsError: true} }
+
+func isJSONObject(args json.RawMessage) bool {
+	var obj map[string]json.RawMessage
+	return json.Unmarshal(args, &obj) == nil && obj != nil
+}
+
+func (s *Session) toolNames() []string {
+	var names []string
+	for _, t := range s.box.All() {
+		names = append(names, t.Name())
+	}
+	if len(names) == 0 {
+		return []string{"(none)"}
+	}
+	return names
+}
+
+// clipText shortens s to about n bytes, on a rune boundary.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
