@@ -1,0 +1,239 @@
+// Package presentation turns the tools' card intents into ACP session/update
+// payloads for a client with given capabilities. Every function is pure: the
+// live path and session/load replay call the same code with the same
+// intents, so a reloaded card looks as it did live.
+//
+// A terminal intent becomes a terminal card through Zed's _meta extension
+// when the client advertised clientCapabilities._meta.terminal_output: the
+// tool_call carries _meta.terminal_info and a terminal content item, output
+// streams as tool_call_update _meta.terminal_output, and the final update
+// carries _meta.terminal_exit with the status. Without the capability the
+// output ends up in a fenced console block. Generic intents become ordinary
+// cards with text content.
+package presentation
+
+import (
+	"path/filepath"
+	"strings"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/dsh-acp/dsh-acp/tools"
+)
+
+// Caps are the client capabilities presentation depends on.
+type Caps struct {
+	// Terminal: the client draws display-only terminals from _meta
+	// terminal_info / terminal_output / terminal_exit.
+	Terminal bool
+}
+
+// CapsFrom reads Caps from the client's initialize capabilities:
+// Terminal is set only by clientCapabilities._meta.terminal_output == true
+// (a JSON boolean; any other value is false).
+func CapsFrom(c acp.ClientCapabilities) Caps {
+	v, ok := c.Meta["terminal_output"].(bool)
+	return Caps{Terminal: ok && v}
+}
+
+// Keys of Zed's terminal _meta extension.
+const (
+	metaTerminalInfo   = "terminal_info"
+	metaTerminalOutput = "terminal_output"
+	metaTerminalExit   = "terminal_exit"
+)
+
+type terminalInfo struct {
+	TerminalID string `json:"terminal_id"`
+	Cwd        string `json:"cwd,omitempty"`
+}
+
+type terminalOutput struct {
+	TerminalID string `json:"terminal_id"`
+	Data       string `json:"data"`
+}
+
+type terminalExit struct {
+	TerminalID string  `json:"terminal_id"`
+	ExitCode   *int    `json:"exit_code"` // non-negative, or null when unknown
+	Signal     *string `json:"signal"`
+}
+
+// OpenCard is the tool_call update (status in_progress) opening a call's
+// card. The call id is also the terminal id. With caps.Terminal, a terminal
+// intent's content is its description (when any) and the terminal, and its
+// _meta.terminal_info names the terminal's directory: the intent's Cwd made
+// absolute against sessionCwd, or sessionCwd when empty. Otherwise the
+// content is the intent's text: its description, or its Content blocks.
+func OpenCard(callID string, in tools.CallIntent, sessionCwd string, caps Caps) acp.SessionUpdate {
+	tc := &acp.SessionUpdateToolCall{
+		ToolCallId: acp.ToolCallId(callID),
+		Title:      title(in.Title),
+		Kind:       toolKind(in.Kind),
+		Status:     acp.ToolCallStatusInProgress,
+		RawInput:   in.RawInput,
+		Content:    openContent(in),
+	}
+	if isTerminal(in, caps) {
+		tc.Content = append(tc.Content, acp.ToolTerminalRef(callID))
+		tc.Meta = map[string]any{metaTerminalInfo: terminalInfo{
+			TerminalID: callID,
+			Cwd:        resolveCwd(in.Cwd, sessionCwd),
+		}}
+	}
+	return acp.SessionUpdate{ToolCall: tc}
+}
+
+// CardOutput is the tool_call_update appending live output data to a
+// terminal card. ok is false without caps.Terminal (the output is then
+// shown when the card closes) and for empty data. Use it only for calls
+// whose card opened as a terminal; never resend data already sent.
+func CardOutput(callID, data string, caps Caps) (u acp.SessionUpdate, ok bool) {
+	if !caps.Terminal || data == "" {
+		return acp.SessionUpdate{}, false
+	}
+	return outputUpdate(callID, data), true
+}
+
+// CloseCard is the final update(s) of a call's card, opened with the
+// intent opened. The last update carries the final status: failed when
+// res.Failed, else completed.
+//
+// A terminal card (caps.Terminal and a terminal opened intent) is finished
+// with _meta.terminal_exit; when its output was not streamed (streamed is
+// false: a replay, or a live run whose chunks were not forwarded), a
+// terminal_output update with the whole res.Output comes first. Its content
+// keeps the terminal; a generic result (an error, a declined call) adds its
+// text after it. Without the capability, a terminal result's content is the
+// description and the output in a fenced console block. A generic result
+// keeps the opening content and adds its Content blocks.
+func CloseCard(callID string, opened tools.CallIntent, res tools.ResultIntent, caps Caps, streamed bool) []acp.SessionUpdate {
+	status := acp.ToolCallStatusCompleted
+	if res.Failed {
+		status = acp.ToolCallStatusFailed
+	}
+	final := &acp.SessionToolCallUpdate{
+		ToolCallId: acp.ToolCallId(callID),
+		Status:     &status,
+		RawOutput:  res.RawOutput,
+	}
+	if res.Title != "" {
+		t := title(res.Title)
+		final.Title = &t
+	}
+	var updates []acp.SessionUpdate
+	switch {
+	case isTerminal(opened, caps):
+		if !streamed && res.Output != "" {
+			updates = append(updates, outputUpdate(callID, res.Output))
+		}
+		final.Meta = map[string]any{metaTerminalExit: exitOf(callID, res)}
+		if res.Card != tools.CardTerminal && len(res.Content) > 0 {
+			content := append(openContent(opened), acp.ToolTerminalRef(callID))
+			final.Content = append(content, textBlocks(res.Content...)...)
+		}
+	case res.Card == tools.CardTerminal:
+		final.Content = openContent(opened)
+		if out := strings.TrimRight(tools.CleanTerminalText(res.Output), "\n"); out != "" {
+			final.Content = append(final.Content, textBlocks(tools.Fence("console", out))...)
+		}
+	case len(res.Content) > 0:
+		final.Content = append(openContent(opened), textBlocks(res.Content...)...)
+	}
+	return append(updates, acp.SessionUpdate{ToolCallUpdate: final})
+}
+
+// Replay is a finished call's whole card, for session/load: OpenCard then
+// CloseCard with nothing streamed.
+func Replay(callID string, opened tools.CallIntent, res tools.ResultIntent, sessionCwd string, caps Caps) []acp.SessionUpdate {
+	return append([]acp.SessionUpdate{OpenCard(callID, opened, sessionCwd, caps)},
+		CloseCard(callID, opened, res, caps, false)...)
+}
+
+// PermissionToolCall is the toolCall of a session/request_permission for a
+// call: its title (the exact command), kind and rawInput. It carries no
+// status and no content, so the client's upsert neither resets an open
+// card's status nor drops its terminal.
+func PermissionToolCall(callID string, in tools.CallIntent) acp.ToolCallUpdate {
+	t, k := title(in.Title), toolKind(in.Kind)
+	return acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(callID), Title: &t, Kind: &k, RawInput: in.RawInput}
+}
+
+func outputUpdate(callID, data string) acp.SessionUpdate {
+	return acp.SessionUpdate{ToolCallUpdate: &acp.SessionToolCallUpdate{
+		ToolCallId: acp.ToolCallId(callID),
+		Meta: map[string]any{metaTerminalOutput: terminalOutput{
+			TerminalID: callID,
+			Data:       strings.ToValidUTF8(data, "\uFFFD"),
+		}},
+	}}
+}
+
+func exitOf(callID string, res tools.ResultIntent) terminalExit {
+	e := terminalExit{TerminalID: callID}
+	if res.ExitCode != nil && *res.ExitCode >= 0 {
+		code := *res.ExitCode
+		e.ExitCode = &code
+	}
+	if res.Signal != "" {
+		sig := res.Signal
+		e.Signal = &sig
+	}
+	return e
+}
+
+// isTerminal reports whether a card opened with in is drawn as a terminal.
+func isTerminal(in tools.CallIntent, caps Caps) bool {
+	return caps.Terminal && in.Card == tools.CardTerminal
+}
+
+// openContent is a card's text content as opened: a terminal intent's
+// description, a generic intent's Content.
+func openContent(in tools.CallIntent) []acp.ToolCallContent {
+	if in.Card == tools.CardTerminal {
+		if in.Description == "" {
+			return nil
+		}
+		return textBlocks(in.Description)
+	}
+	return textBlocks(in.Content...)
+}
+
+func textBlocks(texts ...string) []acp.ToolCallContent {
+	var out []acp.ToolCallContent
+	for _, t := range texts {
+		if t != "" {
+			out = append(out, acp.ToolContent(acp.TextBlock(t)))
+		}
+	}
+	return out
+}
+
+// resolveCwd makes a terminal's cwd absolute against the session's.
+func resolveCwd(cwd, sessionCwd string) string {
+	switch {
+	case cwd == "":
+		return sessionCwd
+	case filepath.IsAbs(cwd) || sessionCwd == "":
+		return filepath.Clean(cwd)
+	}
+	return filepath.Join(sessionCwd, cwd)
+}
+
+// title is a card title; ACP requires one.
+func title(t string) string {
+	if strings.TrimSpace(t) == "" {
+		return "tool call"
+	}
+	return t
+}
+
+// toolKind maps an intent's kind to ACP's; anything unknown is other.
+func toolKind(k string) acp.ToolKind {
+	switch kind := acp.ToolKind(k); kind {
+	case acp.ToolKindRead, acp.ToolKindEdit, acp.ToolKindDelete, acp.ToolKindMove, acp.ToolKindSearch,
+		acp.ToolKindExecute, acp.ToolKindThink, acp.ToolKindFetch, acp.ToolKindSwitchMode:
+		return kind
+	}
+	return acp.ToolKindOther
+}

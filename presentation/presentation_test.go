@@ -1,0 +1,207 @@
+package presentation_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/dsh-acp/dsh-acp/presentation"
+	"github.com/dsh-acp/dsh-acp/tools"
+)
+
+func TestCapsFrom(t *testing.T) {
+	tests := []struct {
+		name string
+		meta map[string]any
+		want bool
+	}{
+		{"true", map[string]any{"terminal_output": true}, true},
+		{"false", map[string]any{"terminal_output": false}, false},
+		{"string is not a boolean", map[string]any{"terminal_output": "true"}, false},
+		{"number is not a boolean", map[string]any{"terminal_output": 1}, false},
+		{"absent", map[string]any{"terminal-auth": true}, false},
+		{"no meta", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := presentation.CapsFrom(acp.ClientCapabilities{Meta: tt.meta}); got.Terminal != tt.want {
+				t.Errorf("Terminal = %v, want %v", got.Terminal, tt.want)
+			}
+		})
+	}
+	// As decoded from Zed's initialize request.
+	var init acp.InitializeRequest
+	raw := `{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true},"terminal":true,"_meta":{"terminal_output":true,"terminal-auth":true}}}`
+	if err := json.Unmarshal([]byte(raw), &init); err != nil {
+		t.Fatal(err)
+	}
+	if !presentation.CapsFrom(init.ClientCapabilities).Terminal {
+		t.Error("Zed's initialize request does not enable terminal cards")
+	}
+}
+
+// wireOf marshals an update as the client receives it, decoded generically.
+func wireOf(t *testing.T, u acp.SessionUpdate) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func metaOf(t *testing.T, u acp.SessionUpdate, key string) map[string]any {
+	t.Helper()
+	meta, _ := wireOf(t, u)["_meta"].(map[string]any)
+	v, _ := meta[key].(map[string]any)
+	return v
+}
+
+func TestOpenCardTerminalCwd(t *testing.T) {
+	tests := []struct {
+		name, cwd, sessionCwd, want string
+	}{
+		{"absolute as is", "/opt/app/", "/home/u/p", "/opt/app"},
+		{"relative against the session", "src/../pkg", "/home/u/p", "/home/u/p/pkg"},
+		{"empty is the session cwd", "", "/home/u/p", "/home/u/p"},
+		{"relative without a session cwd stays relative", "src", "", "src"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := tools.CallIntent{Card: tools.CardTerminal, Title: "ls", Kind: "execute", Cwd: tt.cwd}
+			info := metaOf(t, presentation.OpenCard("c1", in, tt.sessionCwd, presentation.Caps{Terminal: true}), "terminal_info")
+			if info["cwd"] != tt.want || info["terminal_id"] != "c1" {
+				t.Errorf("terminal_info = %v, want cwd %q", info, tt.want)
+			}
+		})
+	}
+}
+
+func TestOpenCardShape(t *testing.T) {
+	term := tools.CallIntent{Card: tools.CardTerminal, Title: "make", Kind: "execute", Description: "Build"}
+	u := wireOf(t, presentation.OpenCard("c1", term, "/p", presentation.Caps{Terminal: true}))
+	if u["sessionUpdate"] != "tool_call" || u["status"] != "in_progress" || u["title"] != "make" || u["kind"] != "execute" {
+		t.Errorf("tool_call header: %v", u)
+	}
+	content, _ := json.Marshal(u["content"])
+	want := `[{"content":{"text":"Build","type":"text"},"type":"content"},{"terminalId":"c1","type":"terminal"}]`
+	if string(content) != want {
+		t.Errorf("content %s\nwant    %s", content, want)
+	}
+	plain := wireOf(t, presentation.OpenCard("c1", term, "/p", presentation.Caps{}))
+	if _, ok := plain["_meta"]; ok {
+		t.Errorf("terminal _meta sent to a client without the capability: %v", plain)
+	}
+	odd := wireOf(t, presentation.OpenCard("c1", tools.CallIntent{Kind: "shell"}, "", presentation.Caps{}))
+	if odd["kind"] != "other" || odd["title"] != "tool call" {
+		t.Errorf("an unknown kind and an empty title must map to other / a default title: %v", odd)
+	}
+}
+
+func TestCardOutput(t *testing.T) {
+	if _, ok := presentation.CardOutput("c1", "x", presentation.Caps{}); ok {
+		t.Error("live output without the terminal capability")
+	}
+	if _, ok := presentation.CardOutput("c1", "", presentation.Caps{Terminal: true}); ok {
+		t.Error("an update for empty output")
+	}
+	u, ok := presentation.CardOutput("c1", "a\xffb", presentation.Caps{Terminal: true})
+	out := metaOf(t, u, "terminal_output")
+	if !ok || out["data"] != "a\uFFFDb" || out["terminal_id"] != "c1" {
+		t.Errorf("terminal_output = %v", out)
+	}
+	if w := wireOf(t, u); w["sessionUpdate"] != "tool_call_update" || w["status"] != nil || w["content"] != nil {
+		t.Errorf("a live chunk must only append output: %v", w)
+	}
+}
+
+func TestCloseCard(t *testing.T) {
+	term := tools.CallIntent{Card: tools.CardTerminal, Title: "make", Kind: "execute"}
+	caps := presentation.Caps{Terminal: true}
+	tests := []struct {
+		name     string
+		res      tools.ResultIntent
+		streamed bool
+		updates  int
+		status   string
+		exit     string // terminal_exit JSON
+	}{
+		{
+			name:     "streamed output is not resent",
+			res:      tools.ResultIntent{Card: tools.CardTerminal, Output: "x", ExitCode: intp(0)},
+			streamed: true, updates: 1, status: "completed",
+			exit: `{"exit_code":0,"signal":null,"terminal_id":"c1"}`,
+		},
+		{
+			name:    "unstreamed output comes first",
+			res:     tools.ResultIntent{Card: tools.CardTerminal, Output: "x", ExitCode: intp(3), Failed: true},
+			updates: 2, status: "failed",
+			exit: `{"exit_code":3,"signal":null,"terminal_id":"c1"}`,
+		},
+		{
+			name:    "a negative exit code is unknown",
+			res:     tools.ResultIntent{Card: tools.CardTerminal, ExitCode: intp(-1), Signal: "SIGKILL", Failed: true},
+			updates: 1, status: "failed",
+			exit: `{"exit_code":null,"signal":"SIGKILL","terminal_id":"c1"}`,
+		},
+		{
+			name:    "an error closes the terminal with no exit",
+			res:     tools.ResultIntent{Card: tools.CardGeneric, Content: []string{"spawn failed"}, Failed: true},
+			updates: 1, status: "failed",
+			exit: `{"exit_code":null,"signal":null,"terminal_id":"c1"}`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ups := presentation.CloseCard("c1", term, tt.res, caps, tt.streamed)
+			if len(ups) != tt.updates {
+				t.Fatalf("%d updates, want %d", len(ups), tt.updates)
+			}
+			if tt.updates == 2 {
+				if out := metaOf(t, ups[0], "terminal_output"); out["data"] != tt.res.Output {
+					t.Errorf("first update %v, want the whole output", wireOf(t, ups[0]))
+				}
+			}
+			last := ups[len(ups)-1]
+			if got := wireOf(t, last)["status"]; got != tt.status {
+				t.Errorf("status %v, want %s", got, tt.status)
+			}
+			exit, _ := json.Marshal(metaOf(t, last, "terminal_exit"))
+			if string(exit) != tt.exit {
+				t.Errorf("terminal_exit %s, want %s", exit, tt.exit)
+			}
+		})
+	}
+}
+
+func TestCloseCardReplacesTitle(t *testing.T) {
+	in := tools.CallIntent{Card: tools.CardGeneric, Title: "Kill background task", Kind: "execute"}
+	ups := presentation.CloseCard("c1", in, tools.ResultIntent{Card: tools.CardGeneric, Title: "Kill background task bash-9"}, presentation.Caps{}, false)
+	if got := wireOf(t, ups[0])["title"]; got != "Kill background task bash-9" {
+		t.Errorf("title %v", got)
+	}
+	ups = presentation.CloseCard("c1", in, tools.ResultIntent{Card: tools.CardGeneric}, presentation.Caps{}, false)
+	if _, ok := wireOf(t, ups[0])["title"]; ok {
+		t.Error("title sent without a replacement")
+	}
+}
+
+func TestPermissionToolCall(t *testing.T) {
+	in := tools.CallIntent{Card: tools.CardTerminal, Title: "rm -rf build", Kind: "execute", Description: "Clean",
+		RawInput: map[string]any{"command": "rm -rf build"}}
+	b, err := json.Marshal(presentation.PermissionToolCall("c1", in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"kind":"execute","rawInput":{"command":"rm -rf build"},"title":"rm -rf build","toolCallId":"c1"}`
+	if string(b) != want {
+		t.Errorf("permission tool call %s\nwant %s", b, want)
+	}
+}
+
+func intp(n int) *int { return &n }

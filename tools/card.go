@@ -1,0 +1,154 @@
+package tools
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/dsh-acp/dsh-acp/executor"
+)
+
+// cardStream turns a run's output chunks into the card's live output: valid
+// UTF-8 (a character split across chunks is carried to the stream's next
+// chunk; invalid bytes become U+FFFD), otherwise raw, capped at limit bytes
+// of output. It records exactly what it forwards, so the card a replay draws
+// from the recorded text equals the live one.
+type cardStream struct {
+	mu     sync.Mutex
+	out    func(string) // may be nil
+	limit  int
+	sent   strings.Builder
+	data   int // output bytes forwarded (notices excluded)
+	carry  map[executor.Stream][]byte
+	hidden int64 // bytes past the cap
+	capped bool
+	closed bool
+	seen   bool // a chunk arrived
+}
+
+func newCardStream(limit int, out func(string)) *cardStream {
+	return &cardStream{out: out, limit: limit, carry: map[executor.Stream][]byte{}}
+}
+
+// observe takes one chunk. It is an executor.Run observer; chunks arriving
+// after close are ignored.
+func (c *cardStream) observe(ch executor.Chunk) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.seen = true
+	if ch.Dropped > 0 {
+		c.flushCarries()
+		if c.capped {
+			c.hidden += ch.Dropped
+		} else {
+			c.line(fmt.Sprintf("[… %d bytes dropped]", ch.Dropped))
+		}
+	}
+	if len(ch.Data) == 0 {
+		return
+	}
+	buf := append(c.carry[ch.Stream], ch.Data...)
+	n := completeLen(buf)
+	c.emit(buf[:n])
+	c.carry[ch.Stream] = append([]byte(nil), buf[n:]...)
+}
+
+// close flushes what is pending, adds the not-shown notice (naming the
+// full-output file, when there is one) if the cap was hit, and returns
+// everything forwarded: the result's CardOutput.
+func (c *cardStream) close(spillPath string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.flushCarries()
+		if c.hidden > 0 && spillPath != "" {
+			c.line(fmt.Sprintf("[… %d bytes not shown; full output: %s]", c.hidden, spillPath))
+		} else if c.hidden > 0 {
+			c.line(fmt.Sprintf("[… %d bytes not shown]", c.hidden))
+		}
+		c.closed = true
+	}
+	return c.sent.String()
+}
+
+func (c *cardStream) sawOutput() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seen
+}
+
+// flushCarries emits incomplete characters held back from earlier chunks:
+// the bytes that would complete them are not coming.
+func (c *cardStream) flushCarries() {
+	for _, s := range []executor.Stream{executor.Stdout, executor.Stderr} {
+		if b := c.carry[s]; len(b) > 0 {
+			c.emit(b)
+			delete(c.carry, s)
+		}
+	}
+	for s, b := range c.carry { // unknown stream values, if any
+		c.emit(b)
+		delete(c.carry, s)
+	}
+}
+
+// emit forwards output bytes, up to the cap.
+func (c *cardStream) emit(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	if c.capped {
+		c.hidden += int64(len(b))
+		return
+	}
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	room := c.limit - c.data
+	if len(s) > room {
+		k := room
+		for k > 0 && !utf8.RuneStart(s[k]) {
+			k--
+		}
+		c.hidden += int64(len(s) - k)
+		c.capped = true
+		s = s[:k]
+	}
+	c.data += len(s)
+	c.send(s)
+}
+
+// line forwards a notice on a line of its own.
+func (c *cardStream) line(text string) {
+	if c.sent.Len() > 0 && !strings.HasSuffix(c.sent.String(), "\n") {
+		text = "\n" + text
+	}
+	c.send(text + "\n")
+}
+
+func (c *cardStream) send(s string) {
+	if s == "" {
+		return
+	}
+	c.sent.WriteString(s)
+	if c.out != nil {
+		c.out(s)
+	}
+}
+
+// completeLen is the length of b without a trailing incomplete (but so far
+// valid) multi-byte character, which the next chunk may complete.
+func completeLen(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax+1; i-- {
+		if !utf8.RuneStart(b[i]) {
+			continue
+		}
+		if utf8.FullRune(b[i:]) {
+			return len(b)
+		}
+		return i
+	}
+	return len(b)
+}

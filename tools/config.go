@@ -1,0 +1,46 @@
+package tools
+
+import "time"
+
+// Default limits, used for any Config field left zero.
+const (
+	DefaultOutputLimit     = 30_000  // characters of tool text the model reads
+	DefaultCardOutputLimit = 2 << 20 // bytes of live output a card shows
+	DefaultTimeout         = 120 * time.Second
+	DefaultMaxTimeout      = 600 * time.Second
+)
+
+// Config sets the limits the tools apply and state in their descriptions.
+// The zero value of every field means its default.
+type Config struct {
+	// OutputLimit caps the text the model reads from one call, in
+	// characters (runes). The tail is kept.
+	OutputLimit int
+	// CardOutputLimit caps the output sent to one call's card, in bytes.
+	CardOutputLimit int
+	// DefaultTimeout and MaxTimeout are the executor's foreground timeout
+	// default and cap, as the tool descriptions state them. The executor
+	// applies its own; keep the two configured alike.
+	DefaultTimeout time.Duration
+	MaxTimeout     time.Duration
+}
+
+// withDefaults returns c with every zero or negative field set to its default.
+func (c Config) withDefaults() Config {
+	if c.OutputLimit <= 0 {
+		c.OutputLimit = DefaultOutputLimit
+	}
+	if c.CardOutputLimit <= 0 {
+		c.CardOutputLimit = DefaultCardOutputLimit
+	}
+	if c.DefaultTimeout <= 0 {
+		c.DefaultTimeout = DefaultTimeout
+	}
+	if c.MaxTimeout <= 0 {
+		c.MaxTimeout = DefaultMaxTimeout
+	}
+	if c.MaxTimeout < c.DefaultTimeout {
+		c.MaxTimeout = c.DefaultTimeout
+	}
+	return c
+}

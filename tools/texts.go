@@ -1,0 +1,71 @@
+package tools
+
+import (
+	"embed"
+	"fmt"
+	"strings"
+	"text/template"
+	"time"
+)
+
+//go:embed texts/*.tmpl
+var textFS embed.FS
+
+// texts are the rendered model-facing texts of a Set.
+type texts struct {
+	bash, bashOutput, bashKill, prompt string
+}
+
+// textData is what the templates may state.
+type textData struct {
+	DefaultTimeout, MaxTimeout     string // "2 minutes"
+	DefaultTimeoutMs, MaxTimeoutMs int64
+	OutputLimit                    int
+}
+
+// renderTexts renders the embedded templates with cfg's limits. The
+// templates are part of the binary, so a failure is a programming error
+// that every test run catches.
+func renderTexts(cfg Config) texts {
+	data := textData{
+		DefaultTimeout:   humanDuration(cfg.DefaultTimeout),
+		MaxTimeout:       humanDuration(cfg.MaxTimeout),
+		DefaultTimeoutMs: cfg.DefaultTimeout.Milliseconds(),
+		MaxTimeoutMs:     cfg.MaxTimeout.Milliseconds(),
+		OutputLimit:      cfg.OutputLimit,
+	}
+	return texts{
+		bash:       render("bash.tmpl", data),
+		bashOutput: render("bash_output.tmpl", data),
+		bashKill:   render("bash_kill.tmpl", data),
+		prompt:     render("prompt.tmpl", data),
+	}
+}
+
+func render(name string, data textData) string {
+	t := template.Must(template.New(name).Option("missingkey=error").ParseFS(textFS, "texts/"+name))
+	var b strings.Builder
+	if err := t.Execute(&b, data); err != nil {
+		panic(fmt.Sprintf("tools: render %s: %v", name, err))
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// humanDuration writes d for a reader: "2 minutes", "90 seconds", "1500 ms".
+func humanDuration(d time.Duration) string {
+	plural := func(n int64, unit string) string {
+		if n == 1 {
+			return "1 " + unit
+		}
+		return fmt.Sprintf("%d %ss", n, unit)
+	}
+	switch {
+	case d%time.Hour == 0:
+		return plural(int64(d/time.Hour), "hour")
+	case d%time.Minute == 0:
+		return plural(int64(d/time.Minute), "minute")
+	case d%time.Second == 0:
+		return plural(int64(d/time.Second), "second")
+	}
+	return fmt.Sprintf("%d ms", d.Milliseconds())
+}
