@@ -1,0 +1,394 @@
+// Package acp is the daemon's ACP side: it implements the SDK's Agent over a
+// guarded stdin, keeps the session registry, negotiates capabilities, binds
+// cancels to turns in wire order, and turns each session's agent events into
+// session/update notifications (through package presentation) and journal
+// records (through package replay).
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/acp/ingress"
+	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/presentation"
+	"github.com/dsh-acp/dsh-acp/replay"
+	"github.com/dsh-acp/dsh-acp/tools"
+)
+
+// Config is what the daemon is built from. Executor, Tools and Store are
+// required; Model may be nil (no model configured: `!` commands still work).
+type Config struct {
+	Name, Version string
+
+	Executor executor.Executor
+	Tools    *tools.Set
+	Model    agent.ModelClient
+	Agent    agent.Config
+	Store    *replay.Store
+	Logger   *zap.Logger
+	// SDKLogger receives the ACP SDK's own diagnostics (default: discarded).
+	SDKLogger *slog.Logger
+
+	// MaxLine caps one inbound JSON-RPC line (default 64 MiB).
+	MaxLine int
+	// CardFlushInterval and CardFlushBytes coalesce live card output
+	// (defaults 50 ms and 16 KiB).
+	CardFlushInterval time.Duration
+	CardFlushBytes    int
+	// ShutdownGrace bounds how long shutdown waits for processes to die.
+	ShutdownGrace time.Duration
+}
+
+func (c *Config) defaults() {
+	if c.Name == "" {
+		c.Name = "dsh-acp"
+	}
+	if c.MaxLine <= 0 {
+		c.MaxLine = 64 << 20
+	}
+	if c.CardFlushInterval <= 0 {
+		c.CardFlushInterval = 50 * time.Millisecond
+	}
+	if c.CardFlushBytes <= 0 {
+		c.CardFlushBytes = 16 << 10
+	}
+	if c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.SDKLogger == nil {
+		c.SDKLogger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Server is one ACP connection's agent.
+type Server struct {
+	cfg   Config
+	log   *zap.Logger
+	conn  *sdk.AgentSideConnection
+	turns *turnRegistry
+
+	mu       sync.Mutex
+	caps     presentation.Caps
+	sessions map[string]*session
+	closing  bool
+
+	stopNotices func()
+}
+
+// Serve speaks ACP on in/out until in reaches EOF (or ctx ends), then cancels
+// every turn, kills every process the daemon started and closes the
+// journals. It returns nil on a clean end of input.
+func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) error {
+	cfg.defaults()
+	s := &Server{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		turns:    newTurnRegistry(),
+		sessions: map[string]*session{},
+	}
+	watched := newWatchedWriter(out)
+	w := ingress.NewLockedWriter(watched)
+	guard := ingress.New(in, w, ingress.Options{MaxLine: cfg.MaxLine, Observe: s.observe, Logger: cfg.Logger})
+	// The guard holds input back until Start: the connection must be wired
+	// before the SDK reads its first line.
+	s.conn = sdk.NewAgentSideConnection(s, w, guard.Reader())
+	s.conn.SetLogger(cfg.SDKLogger)
+	s.stopNotices = tools.WatchCompletions(cfg.Executor, s.deliverNotice)
+	go guard.Run(ctx)
+
+	select {
+	case <-guard.Done():
+	case <-ctx.Done():
+	case <-watched.Broken():
+	}
+	return s.shutdown()
+}
+
+// shutdown cancels all turns, kills every process group and closes the
+// journals, bounded by ShutdownGrace.
+func (s *Server) shutdown() error {
+	s.mu.Lock()
+	s.closing = true
+	sessions := make([]*session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		sessions = append(sessions, ss)
+	}
+	s.mu.Unlock()
+
+	s.turns.cancelAll()
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
+	defer cancel()
+	err := s.cfg.Executor.Shutdown(ctx)
+	s.stopNotices()
+	for _, ss := range sessions {
+		ss.close()
+	}
+	return err
+}
+
+// observe runs on the guard's goroutine, in wire order, before the SDK sees
+// the message.
+func (s *Server) observe(m ingress.Message) {
+	switch m.Method {
+	case sdk.AgentMethodSessionPrompt:
+		if m.ID == nil {
+			return
+		}
+		var p sdk.PromptRequest
+		if json.Unmarshal(m.Params, &p) != nil || p.Validate() != nil {
+			return // the SDK rejects it before any handler runs
+		}
+		s.turns.enqueue(string(p.SessionId))
+	case sdk.AgentMethodSessionCancel, sdk.AgentMethodSessionClose:
+		var p struct {
+			SessionID string `json:"sessionId"`
+		}
+		if json.Unmarshal(m.Params, &p) == nil && p.SessionID != "" {
+			s.turns.cancelSession(p.SessionID)
+		}
+	}
+}
+
+// guarded turns a handler panic into -32603 for that request alone.
+func guarded(log *zap.Logger, method string, err *error) {
+	if r := recover(); r != nil {
+		log.Error("handler panic", zap.String("method", method), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+		*err = sdk.NewInternalError(map[string]any{"error": fmt.Sprintf("internal error in %s", method)})
+	}
+}
+
+func invalidParams(format string, args ...any) error {
+	return sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf(format, args...)})
+}
+
+// Initialize negotiates the protocol version and capabilities.
+func (s *Server) Initialize(ctx context.Context, p sdk.InitializeRequest) (resp sdk.InitializeResponse, err error) {
+	defer guarded(s.log, "initialize", &err)
+	s.mu.Lock()
+	s.caps = presentation.CapsFrom(p.ClientCapabilities)
+	s.mu.Unlock()
+	version := sdk.ProtocolVersion(sdk.ProtocolVersionNumber)
+	if p.ProtocolVersion < version && p.ProtocolVersion >= 1 {
+		version = p.ProtocolVersion
+	}
+	s.log.Info("initialize", zap.Int("clientVersion", int(p.ProtocolVersion)), zap.Bool("terminalOutput", s.caps.Terminal))
+	return sdk.InitializeResponse{
+		ProtocolVersion: version,
+		AgentInfo:       &sdk.Implementation{Name: s.cfg.Name, Version: s.cfg.Version},
+		AuthMethods:     []sdk.AuthMethod{},
+		AgentCapabilities: sdk.AgentCapabilities{
+			LoadSession: true,
+			PromptCapabilities: sdk.PromptCapabilities{
+				EmbeddedContext: true,
+			},
+			SessionCapabilities: sdk.SessionCapabilities{
+				List:   &sdk.SessionListCapabilities{},
+				Resume: &sdk.SessionResumeCapabilities{},
+				Close:  &sdk.SessionCloseCapabilities{},
+			},
+		},
+	}, nil
+}
+
+// Authenticate is not needed: no auth methods are advertised.
+func (s *Server) Authenticate(ctx context.Context, p sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {
+	return sdk.AuthenticateResponse{}, nil
+}
+
+// checkCwd enforces an absolute, existing directory.
+func checkCwd(cwd string) error {
+	if cwd == "" || !filepath.IsAbs(cwd) {
+		return invalidParams("cwd must be an absolute path, got %q", cwd)
+	}
+	fi, err := os.Stat(cwd)
+	if err != nil {
+		return invalidParams("cwd %q does not exist", cwd)
+	}
+	if !fi.IsDir() {
+		return invalidParams("cwd %q is not a directory", cwd)
+	}
+	return nil
+}
+
+// NewSession creates a session with a journal.
+func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (resp sdk.NewSessionResponse, err error) {
+	defer guarded(s.log, "session/new", &err)
+	if err := checkCwd(p.Cwd); err != nil {
+		return resp, err
+	}
+	id := replay.NewSessionID()
+	j, err := s.cfg.Store.Create(id, filepath.Clean(p.Cwd), s.cfg.Version)
+	if err != nil {
+		s.log.Error("journal create failed", zap.String("session", id), zap.Error(err))
+		return resp, sdk.NewInternalError(map[string]any{"error": "cannot create the session journal: " + err.Error()})
+	}
+	ss := s.newSession(id, filepath.Clean(p.Cwd), j)
+	if err := s.register(ss); err != nil {
+		ss.close()
+		return resp, err
+	}
+	s.log.Info("session/new", zap.String("session", id))
+	return sdk.NewSessionResponse{SessionId: sdk.SessionId(id)}, nil
+}
+
+func (s *Server) register(ss *session) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return sdk.NewInternalError(map[string]any{"error": "daemon is shutting down"})
+	}
+	if _, dup := s.sessions[ss.id]; dup {
+		return invalidParams("session %s is already open", ss.id)
+	}
+	s.sessions[ss.id] = ss
+	return nil
+}
+
+func (s *Server) session(id sdk.SessionId) (*session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.sessions[string(id)]
+	if !ok {
+		return nil, invalidParams("unknown session %q", string(id))
+	}
+	return ss, nil
+}
+
+// Prompt runs one turn. Its context comes from the turn registry, not the
+// SDK, so a cancel applies to the turn that was in flight when it arrived.
+func (s *Server) Prompt(_ context.Context, p sdk.PromptRequest) (resp sdk.PromptResponse, err error) {
+	defer guarded(s.log, "session/prompt", &err)
+	ss, err := s.session(p.SessionId)
+	if err != nil {
+		// The turn the guard enqueued for it must not linger.
+		_, release := s.turns.claim(string(p.SessionId))
+		release()
+		return resp, err
+	}
+	ctx, release := s.turns.claim(ss.id)
+	defer release()
+	start := time.Now()
+	reason := ss.prompt(ctx, p.Prompt)
+	s.log.Info("session/prompt", zap.String("session", ss.id), zap.String("stopReason", string(reason)), zap.Duration("took", time.Since(start)))
+	return sdk.PromptResponse{StopReason: sdk.StopReason(reason)}, nil
+}
+
+// Cancel is handled in wire order by observe; the SDK's call is a no-op.
+func (s *Server) Cancel(ctx context.Context, p sdk.CancelNotification) error { return nil }
+
+// CloseSession cancels the session's turn, kills its tasks and frees it.
+func (s *Server) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (resp sdk.CloseSessionResponse, err error) {
+	defer guarded(s.log, "session/close", &err)
+	s.mu.Lock()
+	ss, ok := s.sessions[string(p.SessionId)]
+	delete(s.sessions, string(p.SessionId))
+	s.mu.Unlock()
+	if !ok {
+		return resp, invalidParams("unknown session %q", string(p.SessionId))
+	}
+	s.turns.cancelSession(ss.id)
+	kctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
+	defer cancel()
+	s.cfg.Executor.KillOwned(kctx, ss.id)
+	ss.close()
+	s.log.Info("session/close", zap.String("session", ss.id))
+	return resp, nil
+}
+
+// ListSessions lists journaled sessions, newest first.
+func (s *Server) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (resp sdk.ListSessionsResponse, err error) {
+	defer guarded(s.log, "session/list", &err)
+	cwd, cursor := "", ""
+	if p.Cwd != nil {
+		cwd = *p.Cwd
+	}
+	if p.Cursor != nil {
+		cursor = *p.Cursor
+	}
+	list, next, err := s.cfg.Store.List(cwd, cursor, 50)
+	if err != nil {
+		return resp, invalidParams("%v", err)
+	}
+	resp.Sessions = make([]sdk.SessionInfo, 0, len(list))
+	for _, it := range list {
+		info := sdk.SessionInfo{SessionId: sdk.SessionId(it.ID), Cwd: it.Cwd}
+		if it.Title != "" {
+			info.Title = sdk.Ptr(it.Title)
+		}
+		if !it.UpdatedAt.IsZero() {
+			info.UpdatedAt = sdk.Ptr(it.UpdatedAt.UTC().Format(time.RFC3339))
+		}
+		resp.Sessions = append(resp.Sessions, info)
+	}
+	if next != "" {
+		resp.NextCursor = sdk.Ptr(next)
+	}
+	return resp, nil
+}
+
+// LoadSession replays a journaled session, then keeps it open.
+func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (resp sdk.LoadSessionResponse, err error) {
+	defer guarded(s.log, "session/load", &err)
+	_, err = s.reopen(string(p.SessionId), p.Cwd, true)
+	return resp, err
+}
+
+// ResumeSession restores a journaled session without replaying it.
+func (s *Server) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (resp sdk.ResumeSessionResponse, err error) {
+	defer guarded(s.log, "session/resume", &err)
+	_, err = s.reopen(string(p.SessionId), p.Cwd, false)
+	return resp, err
+}
+
+// SetSessionMode is not offered yet.
+func (s *Server) SetSessionMode(ctx context.Context, p sdk.SetSessionModeRequest) (sdk.SetSessionModeResponse, error) {
+	return sdk.SetSessionModeResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionSetMode)
+}
+
+// SetSessionConfigOption is not offered yet.
+func (s *Server) SetSessionConfigOption(ctx context.Context, p sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
+	return sdk.SetSessionConfigOptionResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionSetConfigOption)
+}
+
+// deliverNotice queues a background task's completion notice on its owning
+// session; false drops it (the session is gone).
+func (s *Server) deliverNotice(owner, text string) bool {
+	s.mu.Lock()
+	ss, ok := s.sessions[owner]
+	s.mu.Unlock()
+	if !ok {
+		return false
+	}
+	ss.agent.QueueNotice(text)
+	return true
+}
+
+// isDirect reports whether a prompt is a `!` command and returns it.
+func isDirect(text string) (string, bool) {
+	t := strings.TrimLeft(text, " \t\r\n")
+	if !strings.HasPrefix(t, "!") {
+		return "", false
+	}
+	cmd := strings.TrimSpace(t[1:])
+	return cmd, cmd != ""
+}
+
+var errSessionOpen = errors.New("session is already open")

@@ -1,0 +1,182 @@
+package acp
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+
+	sdk "github.com/coder/acp-go-sdk"
+	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/replay"
+)
+
+// session is one open ACP session: its conversation, its journal and the
+// presenter that draws its cards.
+type session struct {
+	id      string
+	cwd     string
+	agent   *agent.Session
+	journal *replay.Journal
+	present *presenter
+	log     *zap.Logger
+
+	closeOnce sync.Once
+}
+
+// journalSink records the events worth keeping; streaming-only events
+// (deltas, live output) are left out: AssistantMessage and ToolResult carry
+// their whole content.
+type journalSink struct {
+	j   *replay.Journal
+	log *zap.Logger
+	id  string
+}
+
+func (js journalSink) Emit(ev agent.Event) {
+	switch ev.(type) {
+	case agent.TextDelta, agent.ThoughtDelta, agent.ToolOutput:
+		return
+	}
+	if err := js.j.Append(ev); err != nil {
+		js.log.Error("journal append failed", zap.String("session", js.id), zap.Error(err))
+	}
+}
+
+// fanout sends each event to the client first, then to the journal.
+type fanout []agent.Sink
+
+func (f fanout) Emit(ev agent.Event) {
+	for _, s := range f {
+		s.Emit(ev)
+	}
+}
+
+func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
+	s.mu.Lock()
+	caps := s.caps
+	s.mu.Unlock()
+	p := &presenter{
+		send:      s.conn,
+		sessionID: id,
+		cwd:       cwd,
+		caps:      caps,
+		box:       s.cfg.Tools,
+		log:       s.log,
+		flush:     flushPolicy{interval: s.cfg.CardFlushInterval, bytes: s.cfg.CardFlushBytes},
+	}
+	sink := fanout{p, journalSink{j: j, log: s.log, id: id}}
+	a := agent.NewSession(id, cwd, s.cfg.Model, s.cfg.Tools, sink, nil, s.cfg.Agent)
+	return &session{id: id, cwd: cwd, agent: a, journal: j, present: p, log: s.log}
+}
+
+// prompt runs one turn: a `!` command directly, anything else through the
+// model.
+func (ss *session) prompt(ctx context.Context, blocks []sdk.ContentBlock) agent.StopReason {
+	pb := promptBlocks(blocks)
+	var reason agent.StopReason
+	var err error
+	if cmd, ok := isDirect(firstText(pb)); ok && len(pb) == 1 {
+		reason, err = ss.agent.RunDirect(ctx, cmd)
+	} else {
+		reason, err = ss.agent.Prompt(ctx, agent.RenderPrompt(pb))
+	}
+	if err != nil {
+		ss.log.Error("turn failed", zap.String("session", ss.id), zap.Error(err))
+	}
+	return reason
+}
+
+func (ss *session) close() {
+	ss.closeOnce.Do(func() {
+		if err := ss.journal.Close(); err != nil {
+			ss.log.Error("journal close failed", zap.String("session", ss.id), zap.Error(err))
+		}
+	})
+}
+
+func firstText(pb []agent.PromptBlock) string {
+	if len(pb) == 0 || pb[0].Type != "text" {
+		return ""
+	}
+	return pb[0].Text
+}
+
+// promptBlocks converts ACP content blocks into the loop's own shape.
+func promptBlocks(blocks []sdk.ContentBlock) []agent.PromptBlock {
+	out := make([]agent.PromptBlock, 0, len(blocks))
+	for _, b := range blocks {
+		switch {
+		case b.Text != nil:
+			out = append(out, agent.PromptBlock{Type: "text", Text: b.Text.Text})
+		case b.ResourceLink != nil:
+			pbl := agent.PromptBlock{Type: "resource_link", URI: b.ResourceLink.Uri, Name: b.ResourceLink.Name}
+			if b.ResourceLink.MimeType != nil {
+				pbl.MimeType = *b.ResourceLink.MimeType
+			}
+			out = append(out, pbl)
+		case b.Resource != nil:
+			if t := b.Resource.Resource.TextResourceContents; t != nil {
+				pbl := agent.PromptBlock{Type: "resource", URI: t.Uri, Text: t.Text}
+				if t.MimeType != nil {
+					pbl.MimeType = *t.MimeType
+				}
+				out = append(out, pbl)
+			} else if bl := b.Resource.Resource.BlobResourceContents; bl != nil {
+				out = append(out, agent.PromptBlock{Type: "resource_link", URI: bl.Uri})
+			}
+		}
+	}
+	return out
+}
+
+// reopen restores a journaled session: it takes the journal's write lock
+// (a second daemon is refused), optionally replays the conversation to the
+// client, and rebuilds the model's history.
+func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
+	if _, err := s.session(sdk.SessionId(id)); err == nil {
+		return nil, invalidParams("session %s is already open", id)
+	}
+	j, err := s.cfg.Store.OpenAppend(id)
+	if err != nil {
+		return nil, invalidParams("cannot open session %s: %v", id, err)
+	}
+	loaded, err := s.cfg.Store.Load(id)
+	if err != nil {
+		j.Close()
+		return nil, invalidParams("cannot read session %s: %v", id, err)
+	}
+	for _, w := range loaded.Warnings {
+		s.log.Warn("journal", zap.String("session", id), zap.String("warning", w))
+	}
+	sessionCwd := loaded.Header.Cwd
+	if sessionCwd == "" {
+		sessionCwd = filepath.Clean(cwd)
+	}
+	ss := s.newSession(id, sessionCwd, j)
+	events := replay.Settle(loaded.Events)
+	if replayToClient {
+		ss.replay(events)
+	}
+	ss.agent.Restore(events)
+	if err := s.register(ss); err != nil {
+		ss.close()
+		return nil, err
+	}
+	s.log.Info("session reopened", zap.String("session", id), zap.Bool("replayed", replayToClient), zap.Int("events", len(events)))
+	return ss, nil
+}
+
+// replay draws recorded events through the live presenter.
+func (ss *session) replay(events []agent.Event) {
+	ss.present.replaying = true
+	defer func() { ss.present.replaying = false }()
+	for _, ev := range events {
+		if r, ok := ev.(agent.ToolResult); ok && replay.IsBackgroundStart(r.Result) {
+			r.Result.Text += "\n" + replay.GoneNote
+			ev = r
+		}
+		ss.present.Emit(ev)
+	}
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// config is everything the daemon is configured with: flags, with
+// environment variables as fallbacks. The API key is environment-only.
+type config struct {
+	BaseURL         string
+	Model           string
+	APIKey          string // from DSH_API_KEY or DEEPSEEK_API_KEY only
+	StateDir        string
+	LogFile         string
+	LogLevel        string
+	Timeout         time.Duration
+	MaxTimeout      time.Duration
+	KillGrace       time.Duration
+	OutputLimit     int
+	CardOutputLimit int
+	MaxLine         int
+	MaxTurnRequests int
+	HistoryBudget   int
+	AllowEnv        []string
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// envLookup is os.LookupEnv, replaceable in tests.
+type envLookup func(string) (string, bool)
+
+func envOr(env envLookup, name, def string) string {
+	if v, ok := env(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func defaultStateDir(env envLookup) string {
+	if d := envOr(env, "XDG_STATE_HOME", ""); d != "" {
+		return filepath.Join(d, "dsh-acp")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(os.TempDir(), "dsh-acp-state")
+	}
+	return filepath.Join(home, ".local", "state", "dsh-acp")
+}
+
+// parseConfig reads flags (args excludes the program name) with
+// environment fallbacks. Usage goes to usage.
+func parseConfig(name string, args []string, env envLookup, usage io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(usage)
+	fs.StringVar(&c.BaseURL, "base-url", envOr(env, "DSH_BASE_URL", "https://api.deepseek.com"), "OpenAI-compatible API base URL (env DSH_BASE_URL)")
+	fs.StringVar(&c.Model, "model", envOr(env, "DSH_MODEL", "deepseek-chat"), "model name (env DSH_MODEL)")
+	fs.StringVar(&c.StateDir, "state-dir", envOr(env, "DSH_STATE_DIR", defaultStateDir(env)), "where session journals and spill files live (env DSH_STATE_DIR)")
+	fs.StringVar(&c.LogFile, "log-file", envOr(env, "DSH_LOG_FILE", ""), "log to this file instead of stderr (env DSH_LOG_FILE)")
+	fs.StringVar(&c.LogLevel, "log-level", envOr(env, "DSH_LOG_LEVEL", "info"), "debug, info, warn or error (env DSH_LOG_LEVEL)")
+	fs.DurationVar(&c.Timeout, "timeout", 120*time.Second, "default timeout of a foreground command")
+	fs.DurationVar(&c.MaxTimeout, "max-timeout", 600*time.Second, "cap on any foreground command's timeout")
+	fs.DurationVar(&c.KillGrace, "kill-grace", 2*time.Second, "time between TERM and KILL when stopping a command")
+	fs.IntVar(&c.OutputLimit, "output-limit", 30000, "characters of command output the model sees (the tail is kept)")
+	fs.IntVar(&c.CardOutputLimit, "card-output-limit", 2<<20, "bytes of output streamed to one terminal card")
+	fs.IntVar(&c.MaxLine, "max-line", 64<<20, "longest JSON-RPC line accepted on stdin, in bytes")
+	fs.IntVar(&c.MaxTurnRequests, "max-turn-requests", 50, "model requests allowed in one turn")
+	fs.IntVar(&c.HistoryBudget, "history-budget", 400000, "characters of history sent to the model before old tool output is elided")
+	var allow stringList
+	fs.Var(&allow, "allow-env", "pass this scrubbed environment variable through to commands (repeatable)")
+	fs.Usage = func() {
+		fmt.Fprintf(usage, "Usage: %s [flags]            serve ACP on stdin/stdout\n", name)
+		fmt.Fprintf(usage, "       %s chat [flags]       a terminal client for this (or any) ACP agent\n", name)
+		fmt.Fprintf(usage, "       %s replay FILE|ID     print a journaled session\n\n", name)
+		fmt.Fprintf(usage, "The API key is read from DSH_API_KEY or DEEPSEEK_API_KEY (never a flag).\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	c.AllowEnv = allow
+	c.APIKey = envOr(env, "DSH_API_KEY", envOr(env, "DEEPSEEK_API_KEY", ""))
+	return c, c.validate()
+}
+
+func (c config) validate() error {
+	var errs []error
+	if c.Timeout <= 0 || c.MaxTimeout <= 0 {
+		errs = append(errs, errors.New("--timeout and --max-timeout must be positive"))
+	}
+	if c.OutputLimit < 1000 {
+		errs = append(errs, errors.New("--output-limit must be at least 1000"))
+	}
+	if c.CardOutputLimit < 1024 {
+		errs = append(errs, errors.New("--card-output-limit must be at least 1024"))
+	}
+	if c.MaxLine < 1<<16 {
+		errs = append(errs, errors.New("--max-line must be at least 65536"))
+	}
+	if c.MaxTurnRequests < 1 {
+		errs = append(errs, errors.New("--max-turn-requests must be at least 1"))
+	}
+	if !filepath.IsAbs(c.StateDir) {
+		errs = append(errs, fmt.Errorf("--state-dir must be absolute, got %q", c.StateDir))
+	}
+	return errors.Join(errs...)
+}

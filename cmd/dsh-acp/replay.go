@@ -1,0 +1,47 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/dsh-acp/dsh-acp/replay"
+)
+
+// runReplay is `dsh-acp replay FILE|ID`: print a journaled session as a
+// person would read it.
+func runReplay(args []string) int {
+	if len(args) != 1 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(os.Stderr, "Usage: dsh-acp replay FILE|SESSION-ID")
+		if len(args) == 1 {
+			return 0
+		}
+		return 2
+	}
+	l, err := loadForReplay(args[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dsh-acp replay:", err)
+		return 1
+	}
+	if err := replay.Print(os.Stdout, l, isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == ""); err != nil {
+		fmt.Fprintln(os.Stderr, "dsh-acp replay:", err)
+		return 1
+	}
+	return 0
+}
+
+// loadForReplay reads a journal by path, or by session id from the state
+// directory.
+func loadForReplay(arg string) (*replay.Loaded, error) {
+	if _, err := os.Stat(arg); err == nil {
+		return replay.LoadFile(arg)
+	}
+	cfg, err := parseConfig("dsh-acp", nil, os.LookupEnv, os.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	store, err := replay.OpenStore(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	return store.Load(arg)
+}
