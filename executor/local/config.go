@@ -1,0 +1,107 @@
+package local
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Defaults applied by New to zero (or negative) Config fields.
+const (
+	DefaultTimeout      = 120 * time.Second
+	DefaultMaxTimeout   = 600 * time.Second
+	DefaultGrace        = 2 * time.Second
+	DefaultCaptureBytes = 1 << 20
+	DefaultSpillCap     = 64 << 20
+	DefaultSpillMaxAge  = 7 * 24 * time.Hour
+)
+
+// Config configures an Executor. The zero value is ready to use: every zero
+// (or negative) field takes the default named in its comment.
+type Config struct {
+	// DefaultTimeout is a foreground command's timeout when the request
+	// gives none (DefaultTimeout, 120 s). It is clamped to MaxTimeout.
+	DefaultTimeout time.Duration
+	// MaxTimeout caps a requested timeout (DefaultMaxTimeout, 600 s).
+	MaxTimeout time.Duration
+	// Grace is the time between TERM and KILL on every stop
+	// (DefaultGrace, 2 s).
+	Grace time.Duration
+	// DefaultWorkdir is the working directory for requests with neither a
+	// workdir nor a session cwd; empty means the process cwd at Resolve.
+	DefaultWorkdir string
+	// StateDir is the daemon's state directory; spill files live in
+	// StateDir/spill. Empty means $XDG_STATE_HOME/dsh-acp, else
+	// ~/.local/state/dsh-acp.
+	StateDir string
+	// CaptureBytes bounds each in-memory ring: a foreground command's
+	// stdout, stderr and interleaved tails, and a background task's unread
+	// output (DefaultCaptureBytes, 1 MiB).
+	CaptureBytes int
+	// SpillCap bounds one spill file; output past it makes the file
+	// incomplete, so it is removed and not advertised
+	// (DefaultSpillCap, 64 MiB).
+	SpillCap int64
+	// SpillMaxAge: New removes spill files older than this
+	// (DefaultSpillMaxAge, 7 days).
+	SpillMaxAge time.Duration
+	// AllowEnv names variables let through the credential scrub
+	// (e.g. GH_TOKEN for gh). See ScrubEnv.
+	AllowEnv []string
+	// SecretValues are values no command may see (the daemon's API key): a
+	// variable whose value contains one is dropped even if allowed.
+	SecretValues []string
+	// Logger receives diagnostics (ids, pids, sizes; never output or
+	// commands). Nil means no logging.
+	Logger *zap.Logger
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() (Config, error) {
+	if c.MaxTimeout <= 0 {
+		c.MaxTimeout = DefaultMaxTimeout
+	}
+	if c.DefaultTimeout <= 0 {
+		c.DefaultTimeout = DefaultTimeout
+	}
+	c.DefaultTimeout = min(c.DefaultTimeout, c.MaxTimeout)
+	if c.Grace <= 0 {
+		c.Grace = DefaultGrace
+	}
+	if c.CaptureBytes <= 0 {
+		c.CaptureBytes = DefaultCaptureBytes
+	}
+	if c.SpillCap <= 0 {
+		c.SpillCap = DefaultSpillCap
+	}
+	if c.SpillMaxAge <= 0 {
+		c.SpillMaxAge = DefaultSpillMaxAge
+	}
+	if c.StateDir == "" {
+		dir, err := defaultStateDir()
+		if err != nil {
+			return c, err
+		}
+		c.StateDir = dir
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	c.AllowEnv, c.SecretValues = slices.Clone(c.AllowEnv), slices.Clone(c.SecretValues)
+	return c, nil
+}
+
+func defaultStateDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "dsh-acp"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("default state dir: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "dsh-acp"), nil
+}
