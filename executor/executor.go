@@ -134,7 +134,9 @@ type Result struct {
 	// Dropped counts bytes produced but not kept in Stdout/Stderr/Combined.
 	Dropped int64
 	// SpillPath names a file holding the complete output (both streams,
-	// interleaved) when one exists and is complete; "" otherwise.
+	// interleaved) when one exists and is complete; "" otherwise. An
+	// executor spills at least whenever it dropped output, and may spill
+	// earlier (so a caller that cuts the text further can name the file).
 	SpillPath string
 	Duration  time.Duration
 }
@@ -174,8 +176,9 @@ type ReadResult struct {
 	// Lost counts bytes produced since the previous Read that are no longer
 	// in memory (the buffer bound dropped them).
 	Lost int64
-	// SpillPath names the complete output file when Lost > 0 and a complete
-	// one is safely available; "" means unavailable.
+	// SpillPath names the complete output file when one is safely
+	// available (always, while it stays complete, once the output outgrew
+	// the executor's spill threshold); "" means unavailable.
 	SpillPath string
 }
 

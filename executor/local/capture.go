@@ -10,12 +10,12 @@ import (
 )
 
 // capture keeps the tail of a command's output in memory and, once the
-// interleaved tail would drop bytes, the complete output in a spill file.
+// output outgrows spillAfter bytes, the complete output in a spill file.
 //
-// The spill is lazy: while everything still fits in the interleaved ring no
-// file exists (a quiet command never touches disk). On the first write that
-// would drop bytes the ring still holds the complete prefix; it is written to
-// a new spill file and every later write is appended. The file is complete
+// The spill is lazy: while the output is smaller than spillAfter (never more
+// than the ring) no file exists (a quiet command never touches disk). On the
+// first write past it the ring still holds the complete prefix; it is written
+// to a new spill file and every later write is appended. The file is complete
 // unless a write failed or it passed the size cap, in which case it is
 // removed and never advertised.
 //
@@ -29,8 +29,9 @@ type capture struct {
 	spills   *spillDir // nil: spilling disabled
 	owner    string
 	base     string // file name base, e.g. "bash-3"
-	spillCap int64
-	log      *zap.Logger
+	spillCap   int64
+	spillAfter int64
+	log        *zap.Logger
 
 	file   *os.File
 	path   string // absolute; "" until opened
@@ -45,12 +46,16 @@ type captureOpts struct {
 	spills   *spillDir
 	owner    string
 	base     string
-	spillCap int64
-	log      *zap.Logger
+	spillCap   int64
+	spillAfter int // <= size
+	log        *zap.Logger
 }
 
 func newCapture(o captureOpts) *capture {
-	c := &capture{all: newRing(o.size), spills: o.spills, owner: o.owner, base: o.base, spillCap: o.spillCap, log: o.log}
+	c := &capture{all: newRing(o.size), spills: o.spills, owner: o.owner, base: o.base, spillCap: o.spillCap, spillAfter: int64(min(o.spillAfter, o.size)), log: o.log}
+	if c.spillAfter <= 0 {
+		c.spillAfter = int64(o.size)
+	}
 	if o.streams {
 		out, err := newRing(o.size), newRing(o.size)
 		c.out, c.err = &out, &err
@@ -68,7 +73,7 @@ func (c *capture) write(st executor.Stream, p []byte) {
 	case c.err != nil && st == executor.Stderr:
 		c.err.write(p)
 	}
-	if c.file != nil || (!c.failed && c.all.total+int64(len(p)) > int64(c.all.size)) {
+	if c.file != nil || (!c.failed && c.all.total+int64(len(p)) > c.spillAfter) {
 		c.spill(p)
 	}
 	c.all.write(p)
@@ -154,22 +159,17 @@ func (c *capture) result(r *executor.Result) {
 	defer c.mu.Unlock()
 	r.Dropped = c.all.total - int64(c.all.kept())
 	r.Stdout, r.Stderr, r.Combined = c.out.take(), c.err.take(), c.all.take()
-	if r.Dropped > 0 {
-		r.SpillPath = c.spillPath()
-	}
+	r.SpillPath = c.spillPath()
 }
 
 // since returns the interleaved output from absolute offset off, how many
 // bytes after off are no longer in memory, the new offset, and the spill
-// path when bytes were lost and a complete spill exists.
+// path when a complete spill exists.
 func (c *capture) since(off int64) (data []byte, lost, next int64, spill string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	data, lost = c.all.since(off)
-	if lost > 0 {
-		spill = c.spillPath()
-	}
-	return data, lost, c.all.total, spill
+	return data, lost, c.all.total, c.spillPath()
 }
 
 // release frees the in-memory buffers once nothing more will be read.

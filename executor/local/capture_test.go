@@ -83,6 +83,24 @@ func TestCaptureQuietCommandTouchesNoDisk(t *testing.T) {
 	}
 }
 
+// Output past SpillAfter but within the ring is all in memory, and also in
+// a complete spill file, so a caller that cuts the text can name the file.
+func TestCaptureSpillsPastThresholdWithoutDropping(t *testing.T) {
+	state := t.TempDir()
+	e := newTestExecutor(t, Config{StateDir: state, CaptureBytes: 64 << 10, SpillAfter: 4096})
+	res := run(t, e, resolve(t, e, "seq 1 5000"))
+	if res.Truncated() || res.SpillPath == "" {
+		t.Fatalf("dropped %d spill %q", res.Dropped, res.SpillPath)
+	}
+	full, err := os.ReadFile(res.SpillPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(full, res.Combined) || strings.Count(string(full), "\n") != 5000 {
+		t.Errorf("spill has %d bytes, combined %d", len(full), len(res.Combined))
+	}
+}
+
 func TestCaptureSpill(t *testing.T) {
 	state := t.TempDir()
 	const capture, total = 64 << 10, 3 << 20

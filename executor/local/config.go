@@ -17,6 +17,7 @@ const (
 	DefaultGrace        = 2 * time.Second
 	DefaultCaptureBytes = 1 << 20
 	DefaultSpillCap     = 64 << 20
+	DefaultSpillAfter   = 32 << 10
 	DefaultSpillMaxAge  = 7 * 24 * time.Hour
 )
 
@@ -46,6 +47,11 @@ type Config struct {
 	// incomplete, so it is removed and not advertised
 	// (DefaultSpillCap, 64 MiB).
 	SpillCap int64
+	// SpillAfter is how much output a command may print before its
+	// complete output also goes to a spill file (DefaultSpillAfter, 32 KiB:
+	// about where the model's text cap starts cutting, so a cut text can
+	// always name the file). Capped at CaptureBytes.
+	SpillAfter int
 	// SpillMaxAge: New removes spill files older than this
 	// (DefaultSpillMaxAge, 7 days).
 	SpillMaxAge time.Duration
@@ -75,6 +81,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.CaptureBytes <= 0 {
 		c.CaptureBytes = DefaultCaptureBytes
 	}
+	if c.SpillAfter <= 0 {
+		c.SpillAfter = DefaultSpillAfter
+	}
+	c.SpillAfter = min(c.SpillAfter, c.CaptureBytes)
 	if c.SpillCap <= 0 {
 		c.SpillCap = DefaultSpillCap
 	}

@@ -467,7 +467,7 @@ func (e *Executor) untrack(p *proc) {
 func (e *Executor) newCapture(owner, base string, streams bool) *capture {
 	return newCapture(captureOpts{
 		size: e.cfg.CaptureBytes, streams: streams, spills: e.spills,
-		owner: owner, base: base, spillCap: e.cfg.SpillCap, log: e.log,
+		owner: owner, base: base, spillCap: e.cfg.SpillCap, spillAfter: e.cfg.SpillAfter, log: e.log,
 	})
 }
 
