@@ -26,9 +26,9 @@ type capture struct {
 	out, err *ring // per stream; nil for background tasks
 	all      ring  // both streams interleaved in arrival order
 
-	spills   *spillDir // nil: spilling disabled
-	owner    string
-	base     string // file name base, e.g. "bash-3"
+	spills     *spillDir // nil: spilling disabled
+	owner      string
+	base       string // file name base, e.g. "bash-3"
 	spillCap   int64
 	spillAfter int64
 	log        *zap.Logger
@@ -41,11 +41,11 @@ type capture struct {
 }
 
 type captureOpts struct {
-	size     int  // bytes per ring
-	streams  bool // keep per-stream tails too
-	spills   *spillDir
-	owner    string
-	base     string
+	size       int  // bytes per ring
+	streams    bool // keep per-stream tails too
+	spills     *spillDir
+	owner      string
+	base       string
 	spillCap   int64
 	spillAfter int // <= size
 	log        *zap.Logger
