@@ -2,6 +2,8 @@ package acp
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"path/filepath"
 	"sync"
 
@@ -132,8 +134,9 @@ func promptBlocks(blocks []sdk.ContentBlock) []agent.PromptBlock {
 }
 
 // reopen restores a journaled session: it takes the journal's write lock
-// (a second daemon is refused), optionally replays the conversation to the
-// client, and rebuilds the model's history.
+// (a second daemon is refused), streams the journal — drawing each event as
+// it is decoded when replayToClient, so the first update goes out at once —
+// and rebuilds the model's history from the same events.
 func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	if _, err := s.session(sdk.SessionId(id)); err == nil {
 		return nil, invalidParams("session %s is already open", id)
@@ -142,41 +145,78 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	if err != nil {
 		return nil, invalidParams("cannot open session %s: %v", id, err)
 	}
-	loaded, err := s.cfg.Store.Load(id)
+	r := &reopening{server: s, id: id, cwd: filepath.Clean(cwd), journal: j, draw: replayToClient}
+	settler := replay.NewSettler(r.event)
+	warnings, err := s.cfg.Store.Stream(id, func(rec replay.Record) error {
+		switch {
+		case rec.Header != nil && rec.Header.Cwd != "" && r.ss == nil:
+			r.cwd = rec.Header.Cwd
+		case rec.Event != nil:
+			return settler.Push(rec.Event)
+		}
+		return nil
+	})
+	if err == nil {
+		err = settler.Close()
+	}
 	if err != nil {
 		j.Close()
 		return nil, invalidParams("cannot read session %s: %v", id, err)
 	}
-	for _, w := range loaded.Warnings {
+	for _, w := range warnings {
 		s.log.Warn("journal", zap.String("session", id), zap.String("warning", w))
 	}
-	sessionCwd := loaded.Header.Cwd
-	if sessionCwd == "" {
-		sessionCwd = filepath.Clean(cwd)
+	ss := r.session()
+	if gone := settler.RunningTasks(); len(gone) > 0 {
+		note := goneTasksNote(gone)
+		if replayToClient {
+			ss.present.Emit(agent.ErrorMessage{Text: note})
+		}
+		defer ss.agent.QueueNotice(note)
 	}
-	ss := s.newSession(id, sessionCwd, j)
-	events := replay.Settle(loaded.Events)
-	if replayToClient {
-		ss.replay(events)
-	}
-	ss.agent.Restore(events)
+	ss.present.replaying = false
+	ss.agent.Restore(r.events)
 	if err := s.register(ss); err != nil {
 		ss.close()
 		return nil, err
 	}
-	s.log.Info("session reopened", zap.String("session", id), zap.Bool("replayed", replayToClient), zap.Int("events", len(events)))
+	s.log.Info("session reopened", zap.String("session", id), zap.Bool("replayed", replayToClient), zap.Int("events", len(r.events)))
 	return ss, nil
 }
 
-// replay draws recorded events through the live presenter.
-func (ss *session) replay(events []agent.Event) {
-	ss.present.replaying = true
-	defer func() { ss.present.replaying = false }()
-	for _, ev := range events {
-		if r, ok := ev.(agent.ToolResult); ok && replay.IsBackgroundStart(r.Result) {
-			r.Result.Text += "\n" + replay.GoneNote
-			ev = r
-		}
-		ss.present.Emit(ev)
+// reopening is a session being rebuilt from its journal.
+type reopening struct {
+	server  *Server
+	id, cwd string
+	journal *replay.Journal
+	draw    bool
+	ss      *session
+	events  []agent.Event
+}
+
+// session creates the session on first use, once the header named its cwd.
+func (r *reopening) session() *session {
+	if r.ss == nil {
+		r.ss = r.server.newSession(r.id, r.cwd, r.journal)
+		r.ss.present.replaying = true
 	}
+	return r.ss
+}
+
+// event receives each settled event: it is kept for the history and, for
+// session/load, drawn through the live presenter.
+func (r *reopening) event(ev agent.Event) error {
+	ss := r.session()
+	r.events = append(r.events, ev)
+	if !r.draw {
+		return nil
+	}
+	ss.present.Emit(ev)
+	return nil
+}
+
+// goneTasksNote tells the user and the model that background tasks of an
+// earlier daemon run no longer exist.
+func goneTasksNote(ids []string) string {
+	return fmt.Sprintf("\n[background task %s: %s]\n", strings.Join(ids, ", "), replay.GoneNote)
 }

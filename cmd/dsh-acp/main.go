@@ -69,6 +69,7 @@ func serve(cfg config) error {
 		return err
 	}
 	defer closeLog()
+	local.ResetSignalDispositions()
 	if err := local.MakeNonDumpable(); err != nil {
 		log.Warn("cannot make the daemon non-dumpable", zap.Error(err))
 	}

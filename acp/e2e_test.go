@@ -1,0 +1,197 @@
+package acp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dsh-acp/dsh-acp/internal/acptest"
+)
+
+// A `!` command in a terminal-capable client (Zed) is one terminal card:
+// tool_call with terminal_info and terminal content, live terminal_output,
+// and a final update carrying the status and terminal_exit.
+func TestDirectCommandTerminalCard(t *testing.T) {
+	d := startDaemon(t, acptest.ZedCapabilities(), nil)
+	cwd := t.TempDir()
+	sid := d.newSession(cwd)
+	command := "echo hello; echo oops >&2; exit 3"
+	if got := d.prompt(sid, "!"+command); got != "end_turn" {
+		t.Fatalf("stopReason %q", got)
+	}
+	us := decodeUpdates(t, d.Updates(sid))
+	c := onlyCard(t, us)
+	id := c.open.ToolCallID
+	if c.open.Title != command || c.open.ToolKind != "execute" || c.open.Status != "in_progress" {
+		t.Errorf("open %+v", c.open)
+	}
+	if c.open.Meta.Info == nil || c.open.Meta.Info.TerminalID != id || c.open.Meta.Info.Cwd != cwd {
+		t.Errorf("terminal_info %+v", c.open.Meta.Info)
+	}
+	var items []struct{ Type, TerminalID string }
+	_ = json.Unmarshal(c.open.Content, &items)
+	if n := len(items); n == 0 || items[n-1].Type != "terminal" || items[n-1].TerminalID != id {
+		t.Errorf("content %s lacks the terminal", c.open.Content)
+	}
+	out := strings.Join(c.outputs, "")
+	if len(c.outputs) == 0 || !strings.Contains(out, "hello\n") || !strings.Contains(out, "oops\n") {
+		t.Errorf("terminal_output %q", c.outputs)
+	}
+	if c.final == nil || c.final.Status != "failed" || c.final.Meta.Exit == nil ||
+		c.final.Meta.Exit.ExitCode == nil || *c.final.Meta.Exit.ExitCode != 3 || c.final.Meta.Exit.TerminalID != id {
+		t.Fatalf("final %+v", c.final)
+	}
+	if last := c.updates[len(c.updates)-1]; last.Status != "failed" {
+		t.Errorf("an update follows the final one: %+v", last)
+	}
+}
+
+// Without _meta.terminal_output the card carries the output as a fenced
+// console block, and no terminal _meta at all.
+func TestDirectCommandFallbackCard(t *testing.T) {
+	d := startDaemon(t, acptest.PlainCapabilities(), nil)
+	sid := d.newSession(t.TempDir())
+	if got := d.prompt(sid, "!echo 'three ``` ticks'"); got != "end_turn" {
+		t.Fatalf("stopReason %q", got)
+	}
+	c := onlyCard(t, decodeUpdates(t, d.Updates(sid)))
+	for _, u := range append([]update{c.open}, c.updates...) {
+		if u.Meta.Info != nil || u.Meta.Output != nil || u.Meta.Exit != nil {
+			t.Errorf("terminal _meta sent to a client without the capability: %+v", u)
+		}
+	}
+	if c.final == nil || c.final.Status != "completed" {
+		t.Fatalf("final %+v", c.final)
+	}
+	texts := strings.Join(c.contentTexts(), "\n")
+	if !strings.Contains(texts, "````console\nthree ``` ticks\n") {
+		t.Errorf("content %q lacks a console block with a longer fence", texts)
+	}
+}
+
+// session/cancel stops a running command's whole process group, closes its
+// card (failed, with terminal_exit) and answers the prompt "cancelled".
+func TestCancelRunningCommand(t *testing.T) {
+	d := startDaemon(t, acptest.ZedCapabilities(), nil)
+	sid := d.newSession(t.TempDir())
+	marker := acptest.NewMarker()
+	reply := make(chan string, 1)
+	go func() {
+		var r struct {
+			StopReason string `json:"stopReason"`
+		}
+		err := d.Call(context.Background(), "session/prompt", promptParams(sid, "!export M="+marker+"; sleep 600 & sleep 600"), &r)
+		if err != nil {
+			r.StopReason = err.Error()
+		}
+		reply <- r.StopReason
+	}()
+	if _, err := d.WaitUpdate(ctxT(t), sid, func(u json.RawMessage) bool { return acptest.UpdateKind(u) == "tool_call" }); err != nil {
+		t.Fatal(err)
+	}
+	waitProcs(t, marker, 2)
+	start := time.Now()
+	if err := d.Notify(ctxT(t), "session/cancel", map[string]any{"sessionId": sid}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-reply:
+		t.Logf("cancel answered in %v", time.Since(start))
+		if got != "cancelled" {
+			t.Fatalf("stopReason %q", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("prompt not answered after cancel")
+	}
+	c := onlyCard(t, decodeUpdates(t, d.Updates(sid)))
+	if c.final == nil || c.final.Status != "failed" || c.final.Meta.Exit == nil {
+		t.Fatalf("final %+v", c.final)
+	}
+	if left, err := acptest.WaitNoProcsWithMarker(ctxT(t), marker); err != nil {
+		t.Fatalf("survivors %+v: %v", left, err)
+	}
+}
+
+// waitProcs waits until n processes carry marker (the command is running).
+func waitProcs(t *testing.T, marker string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		procs, err := acptest.ProcsWithMarker(marker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(procs) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes with the marker, want %d", len(procs), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A cancel followed at once by a new prompt applies only to what was in
+// flight when the cancel arrived: the new prompt is never cancelled. (The
+// SDK alone gets this wrong about 1 in 100 times.)
+func TestCancelThenPromptNeverCancelsTheNewPrompt(t *testing.T) {
+	d := startDaemon(t, acptest.ZedCapabilities(), nil, "DSH_LOG_LEVEL=warn")
+	sid := d.newSession(t.TempDir())
+	ctx := ctxT(t)
+	wrong := 0
+	for i := 0; i < 1000; i++ {
+		if err := d.Notify(ctx, "session/cancel", map[string]any{"sessionId": sid}); err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			StopReason string `json:"stopReason"`
+		}
+		if err := d.Call(ctx, "session/prompt", promptParams(sid, "!true"), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.StopReason != "end_turn" {
+			wrong++
+		}
+	}
+	if wrong != 0 {
+		t.Fatalf("%d of 1000 prompts sent right after a cancel were cancelled", wrong)
+	}
+}
+
+// With a turn in flight, cancel+prompt back to back cancels the running turn
+// and runs the new one.
+func TestCancelInFlightThenPrompt(t *testing.T) {
+	d := startDaemon(t, acptest.ZedCapabilities(), nil)
+	sid := d.newSession(t.TempDir())
+	for i := 0; i < 10; i++ {
+		first := make(chan string, 1)
+		go func() {
+			var r struct {
+				StopReason string `json:"stopReason"`
+			}
+			_ = d.Call(context.Background(), "session/prompt", promptParams(sid, "!sleep 600"), &r)
+			first <- r.StopReason
+		}()
+		d.waitFor(func() bool { return d.count(sid, "tool_call", `"sleep 600"`) == i+1 })
+		line := fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":%q}}`+"\n"+
+			`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"!true"}]}}`+"\n", sid, 900000+i, sid)
+		if err := d.WriteRaw([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf(`"id":%d`, 900000+i)
+		msg, err := d.WaitInbound(ctxT(t), func(m json.RawMessage) bool { return bytes.Contains(m, []byte(want)) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(msg, []byte(`"stopReason":"end_turn"`)) {
+			t.Fatalf("second prompt: %s", msg)
+		}
+		if got := <-first; got != "cancelled" {
+			t.Fatalf("first prompt: %q", got)
+		}
+	}
+}
