@@ -3,8 +3,8 @@ package acp
 import (
 	"context"
 	"fmt"
-	"strings"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	sdk "github.com/coder/acp-go-sdk"
