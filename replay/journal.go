@@ -25,11 +25,33 @@ type Journal struct {
 	seq      uint64
 	repaired int64
 	broken   error // set when a failed write could not be undone
+	syncErr  error // the last background fsync's failure, reported once
 	closed   bool
+
+	// A TurnEnd asks the syncer goroutine for an fsync, so durability at
+	// turn boundaries never sits on the response path.
+	syncReq  chan struct{}
+	syncDone chan struct{}
 }
 
 func newJournal(id string, f *os.File, size int64, seq uint64, now func() time.Time) *Journal {
-	return &Journal{id: id, now: now, f: f, enc: newEncoder(), size: size, seq: seq}
+	j := &Journal{id: id, now: now, f: f, enc: newEncoder(), size: size, seq: seq,
+		syncReq: make(chan struct{}, 1), syncDone: make(chan struct{})}
+	go j.syncer()
+	return j
+}
+
+// syncer fsyncs the file whenever a turn ended, coalescing requests, until
+// Close.
+func (j *Journal) syncer() {
+	defer close(j.syncDone)
+	for range j.syncReq {
+		if err := j.f.Sync(); err != nil {
+			j.mu.Lock()
+			j.syncErr = fmt.Errorf("sync journal %s: %w", j.id, err)
+			j.mu.Unlock()
+		}
+	}
 }
 
 // ID is the session id.
@@ -42,8 +64,9 @@ func (j *Journal) Repaired() int64 { return j.repaired }
 // Append records ev. The streaming-only events (agent.TextDelta,
 // agent.ThoughtDelta, agent.ToolOutput) are not journaled: Append ignores
 // them and returns nil. An event type it does not know fails with
-// ErrUnknownEvent. A TurnEnd is fsynced before Append returns; other
-// records are not (see Sync). Card output beyond MaxCardOutput is cut to
+// ErrUnknownEvent. A TurnEnd starts an fsync in the background (the reply
+// to the client never waits for the disk); a failure of it is returned by
+// the next Append or Close. Other records are not synced (see Sync). Card output beyond MaxCardOutput is cut to
 // its tail. A record longer than MaxLine fails with ErrTooLarge.
 //
 // When a write fails, the partial record is cut away and the error
@@ -98,16 +121,23 @@ func (j *Journal) write(r *wireRecord, sync bool) error {
 	j.size += int64(n)
 	j.seq++
 	if sync {
-		if err := j.f.Sync(); err != nil {
-			return fmt.Errorf("sync journal %s: %w", j.id, err)
+		select {
+		case j.syncReq <- struct{}{}:
+		default: // an fsync is already pending; it will cover this record
 		}
 	}
 	return nil
 }
 
+// usable reports why the journal cannot be written, including (once) a
+// failed background fsync. Called with mu held.
 func (j *Journal) usable() error {
 	if j.closed {
 		return ErrClosed
+	}
+	if err := j.syncErr; err != nil {
+		j.syncErr = nil
+		return err
 	}
 	return j.broken
 }
@@ -134,7 +164,11 @@ func (j *Journal) Close() error {
 		return nil
 	}
 	j.closed = true
-	serr := j.f.Sync()
+	close(j.syncReq)
+	j.mu.Unlock()
+	<-j.syncDone // the syncer may need mu to record an error
+	j.mu.Lock()
+	serr := errors.Join(j.syncErr, j.f.Sync())
 	cerr := j.f.Close()
 	if err := errors.Join(serr, cerr); err != nil {
 		return fmt.Errorf("close journal %s: %w", j.id, err)
