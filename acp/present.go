@@ -44,7 +44,8 @@ type presenter struct {
 	replaying bool
 
 	mu      sync.Mutex
-	streams map[string]*cardStream // open terminal cards, by tool call id
+	streams map[string]*cardStream      // open terminal cards, by tool call id
+	opened  map[string]tools.CallIntent // open cards' intents, by tool call id
 }
 
 // flushPolicy bounds how often live output reaches a card.
@@ -90,6 +91,12 @@ func (p *presenter) Emit(ev agent.Event) {
 
 func (p *presenter) openCard(e agent.ToolCall) {
 	intent := p.box.PresentCall(e.Name, e.Args)
+	p.mu.Lock()
+	if p.opened == nil {
+		p.opened = map[string]tools.CallIntent{}
+	}
+	p.opened[e.ID] = intent
+	p.mu.Unlock()
 	p.sendUpdate(presentation.OpenCard(e.ID, intent, p.cwd, p.caps))
 	if p.replaying || intent.Card != tools.CardTerminal || !p.caps.Terminal {
 		return
@@ -111,12 +118,16 @@ func (p *presenter) closeCard(e agent.ToolResult) {
 	p.mu.Lock()
 	s := p.streams[e.ID]
 	delete(p.streams, e.ID)
+	opened, ok := p.opened[e.ID]
+	delete(p.opened, e.ID)
 	p.mu.Unlock()
 	streamed := s != nil
 	if s != nil {
 		s.close() // everything streamed goes out before the final update
 	}
-	opened := p.box.PresentCall(e.Name, e.Args)
+	if !ok { // a result whose call was never shown (an old journal)
+		opened = p.box.PresentCall(e.Name, e.Args)
+	}
 	intent := p.box.PresentResult(e.Name, e.Args, e.Result)
 	for _, u := range presentation.CloseCard(e.ID, opened, intent, p.caps, streamed) {
 		p.sendUpdate(u)

@@ -80,15 +80,17 @@ func (c *Config) defaults() {
 
 // Server is one ACP connection's agent.
 type Server struct {
-	cfg   Config
-	log   *zap.Logger
-	conn  *sdk.AgentSideConnection
-	turns *turnRegistry
+	cfg     Config
+	log     *zap.Logger
+	conn    *sdk.AgentSideConnection
+	updates *updateWriter // session/update notifications, bypassing the SDK's marshalling
+	turns   *turnRegistry
 
 	mu       sync.Mutex
 	caps     presentation.Caps
 	sessions map[string]*session
 	closing  bool
+	running  sync.WaitGroup // turns in flight
 
 	stopNotices func()
 }
@@ -109,6 +111,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) error {
 	guard := ingress.New(in, w, ingress.Options{MaxLine: cfg.MaxLine, Observe: s.observe, Logger: cfg.Logger})
 	// The guard holds input back until Start: the connection must be wired
 	// before the SDK reads its first line.
+	s.updates = newUpdateWriter(w)
 	s.conn = sdk.NewAgentSideConnection(s, w, guard.Reader())
 	s.conn.SetLogger(cfg.SDKLogger)
 	s.stopNotices = tools.WatchCompletions(cfg.Executor, s.deliverNotice)
@@ -138,6 +141,9 @@ func (s *Server) shutdown() error {
 	defer cancel()
 	err := s.cfg.Executor.Shutdown(ctx)
 	s.stopNotices()
+	// The cancelled turns still record their last events (the killed
+	// command's result, the turn end) before the journals close.
+	waitBounded(ctx, &s.running)
 	for _, ss := range sessions {
 		ss.close()
 	}
@@ -262,6 +268,27 @@ func (s *Server) register(ss *session) error {
 	return nil
 }
 
+// beginTurn counts a turn in flight, unless the daemon is shutting down.
+func (s *Server) beginTurn() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return sdk.NewInternalError(map[string]any{"error": "daemon is shutting down"})
+	}
+	s.running.Add(1)
+	return nil
+}
+
+// waitBounded waits for wg until ctx ends.
+func waitBounded(ctx context.Context, wg *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
 func (s *Server) session(id sdk.SessionId) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -283,6 +310,10 @@ func (s *Server) Prompt(_ context.Context, p sdk.PromptRequest) (resp sdk.Prompt
 		release()
 		return resp, err
 	}
+	if err := s.beginTurn(); err != nil {
+		return resp, err
+	}
+	defer s.running.Done()
 	ctx, release := s.turns.claim(ss.id)
 	defer release()
 	start := time.Now()

@@ -60,7 +60,7 @@ func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
 	caps := s.caps
 	s.mu.Unlock()
 	p := &presenter{
-		send:      s.conn,
+		send:      s.updates,
 		sessionID: id,
 		cwd:       cwd,
 		caps:      caps,
@@ -146,6 +146,7 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 		return nil, invalidParams("cannot open session %s: %v", id, err)
 	}
 	r := &reopening{server: s, id: id, cwd: filepath.Clean(cwd), journal: j, draw: replayToClient}
+	defer r.stopDrawing()
 	settler := replay.NewSettler(r.event)
 	warnings, err := s.cfg.Store.Stream(id, func(rec replay.Record) error {
 		switch {
@@ -167,6 +168,7 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 		s.log.Warn("journal", zap.String("session", id), zap.String("warning", w))
 	}
 	ss := r.session()
+	r.stopDrawing()
 	if gone := settler.RunningTasks(); len(gone) > 0 {
 		note := goneTasksNote(gone)
 		if replayToClient {
@@ -184,7 +186,9 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	return ss, nil
 }
 
-// reopening is a session being rebuilt from its journal.
+// reopening is a session being rebuilt from its journal. For session/load
+// the events are drawn on a second goroutine while the journal is still
+// being decoded, so replay costs about max(decode, draw), not their sum.
 type reopening struct {
 	server  *Server
 	id, cwd string
@@ -192,6 +196,9 @@ type reopening struct {
 	draw    bool
 	ss      *session
 	events  []agent.Event
+
+	drawQ    chan agent.Event
+	drawDone chan struct{}
 }
 
 // session creates the session on first use, once the header named its cwd.
@@ -199,19 +206,40 @@ func (r *reopening) session() *session {
 	if r.ss == nil {
 		r.ss = r.server.newSession(r.id, r.cwd, r.journal)
 		r.ss.present.replaying = true
+		if r.draw {
+			r.drawQ = make(chan agent.Event, 4096)
+			r.drawDone = make(chan struct{})
+			go r.drawer(r.ss.present)
+		}
 	}
 	return r.ss
 }
 
-// event receives each settled event: it is kept for the history and, for
-// session/load, drawn through the live presenter.
-func (r *reopening) event(ev agent.Event) error {
-	ss := r.session()
-	r.events = append(r.events, ev)
-	if !r.draw {
-		return nil
+// drawer presents queued events in order.
+func (r *reopening) drawer(p *presenter) {
+	defer close(r.drawDone)
+	for ev := range r.drawQ {
+		p.Emit(ev)
 	}
-	ss.present.Emit(ev)
+}
+
+// stopDrawing waits until every queued event was drawn. Idempotent.
+func (r *reopening) stopDrawing() {
+	if r.drawQ != nil {
+		close(r.drawQ)
+		<-r.drawDone
+		r.drawQ = nil
+	}
+}
+
+// event receives each settled event: it is kept for the history and, for
+// session/load, queued for drawing.
+func (r *reopening) event(ev agent.Event) error {
+	r.session()
+	r.events = append(r.events, ev)
+	if r.drawQ != nil {
+		r.drawQ <- ev
+	}
 	return nil
 }
 

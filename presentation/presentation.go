@@ -124,10 +124,12 @@ func CloseCard(callID string, opened tools.CallIntent, res tools.ResultIntent, c
 	var updates []acp.SessionUpdate
 	switch {
 	case isTerminal(opened, caps):
-		if !streamed && res.Output != "" {
-			updates = append(updates, outputUpdate(callID, res.Output))
-		}
 		final.Meta = map[string]any{metaTerminalExit: exitOf(callID, res)}
+		if !streamed && res.Output != "" {
+			// Replay: the whole output rides on the final update (Zed
+			// applies the output before the exit), one update per card less.
+			final.Meta[metaTerminalOutput] = terminalOutputOf(callID, res.Output)
+		}
 		if res.Card != tools.CardTerminal && len(res.Content) > 0 {
 			content := append(openContent(opened), acp.ToolTerminalRef(callID))
 			final.Content = append(content, textBlocks(res.Content...)...)
@@ -162,11 +164,12 @@ func PermissionToolCall(callID string, in tools.CallIntent) acp.ToolCallUpdate {
 func outputUpdate(callID, data string) acp.SessionUpdate {
 	return acp.SessionUpdate{ToolCallUpdate: &acp.SessionToolCallUpdate{
 		ToolCallId: acp.ToolCallId(callID),
-		Meta: map[string]any{metaTerminalOutput: terminalOutput{
-			TerminalID: callID,
-			Data:       strings.ToValidUTF8(data, "\uFFFD"),
-		}},
+		Meta:       map[string]any{metaTerminalOutput: terminalOutputOf(callID, data)},
 	}}
+}
+
+func terminalOutputOf(callID, data string) terminalOutput {
+	return terminalOutput{TerminalID: callID, Data: strings.ToValidUTF8(data, "\uFFFD")}
 }
 
 func exitOf(callID string, res tools.ResultIntent) terminalExit {

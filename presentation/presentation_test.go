@@ -124,12 +124,13 @@ func TestCloseCard(t *testing.T) {
 	term := tools.CallIntent{Card: tools.CardTerminal, Title: "make", Kind: "execute"}
 	caps := presentation.Caps{Terminal: true}
 	tests := []struct {
-		name     string
-		res      tools.ResultIntent
-		streamed bool
-		updates  int
-		status   string
-		exit     string // terminal_exit JSON
+		name        string
+		res         tools.ResultIntent
+		streamed    bool
+		updates     int
+		wholeOutput bool
+		status      string
+		exit        string // terminal_exit JSON
 	}{
 		{
 			name:     "streamed output is not resent",
@@ -138,9 +139,9 @@ func TestCloseCard(t *testing.T) {
 			exit: `{"exit_code":0,"signal":null,"terminal_id":"c1"}`,
 		},
 		{
-			name:    "unstreamed output comes first",
+			name:    "unstreamed output rides on the final update",
 			res:     tools.ResultIntent{Card: tools.CardTerminal, Output: "x", ExitCode: intp(3), Failed: true},
-			updates: 2, status: "failed",
+			updates: 1, status: "failed", wholeOutput: true,
 			exit: `{"exit_code":3,"signal":null,"terminal_id":"c1"}`,
 		},
 		{
@@ -162,12 +163,10 @@ func TestCloseCard(t *testing.T) {
 			if len(ups) != tt.updates {
 				t.Fatalf("%d updates, want %d", len(ups), tt.updates)
 			}
-			if tt.updates == 2 {
-				if out := metaOf(t, ups[0], "terminal_output"); out["data"] != tt.res.Output {
-					t.Errorf("first update %v, want the whole output", wireOf(t, ups[0]))
-				}
-			}
 			last := ups[len(ups)-1]
+			if out := metaOf(t, last, "terminal_output"); tt.wholeOutput != (out != nil) || (out != nil && out["data"] != tt.res.Output) {
+				t.Errorf("final update %v: terminal_output should carry the whole output: %v", wireOf(t, last), tt.wholeOutput)
+			}
 			if got := wireOf(t, last)["status"]; got != tt.status {
 				t.Errorf("status %v, want %s", got, tt.status)
 			}

@@ -25,19 +25,18 @@ func parseFields(args json.RawMessage) (fields, error) {
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		return fields{}, nil
 	}
-	if !json.Valid(trimmed) {
-		var v any
-		err := json.Unmarshal(trimmed, &v)
+	var f fields
+	err := json.Unmarshal(trimmed, &f)
+	if err == nil {
+		return f, nil
+	}
+	// Unmarshal validates the whole input first: a syntax error means it
+	// is not JSON at all, anything else that it is not an object.
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) {
 		return nil, fmt.Errorf("%w: not valid JSON (%w)", errArgs, err)
 	}
-	if trimmed[0] != '{' {
-		return nil, fmt.Errorf("%w: expected a JSON object, got %s", errArgs, jsonType(trimmed))
-	}
-	var f fields
-	if err := json.Unmarshal(trimmed, &f); err != nil {
-		return nil, fmt.Errorf("%w: %w", errArgs, err)
-	}
-	return f, nil
+	return nil, fmt.Errorf("%w: expected a JSON object, got %s", errArgs, jsonType(trimmed))
 }
 
 // raw returns the field's value; absent and null are both absent.

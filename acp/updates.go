@@ -1,0 +1,168 @@
+package acp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"sync"
+
+	sdk "github.com/coder/acp-go-sdk"
+)
+
+// updateWriter writes session/update notifications straight to the
+// connection's serialized writer, one whole line per Write.
+//
+// The SDK's own SessionUpdate marshals every update through a
+// map[string]any round trip (marshal, unmarshal, marshal, then once more
+// for the envelope): that cost 8× the journal's decode time on replay, and
+// loses integer precision above 2^53. The variant structs marshal directly
+// to the same wire shape. Ordering holds because every update of a request
+// is written before its handler returns, and the SDK writes the response
+// only after that, through the same writer.
+type updateWriter struct {
+	w    io.Writer
+	pool sync.Pool
+}
+
+func newUpdateWriter(w io.Writer) *updateWriter {
+	return &updateWriter{w: w, pool: sync.Pool{New: func() any { return new(bytes.Buffer) }}}
+}
+
+type wireNotification struct {
+	JSONRPC string     `json:"jsonrpc"`
+	Method  string     `json:"method"`
+	Params  wireParams `json:"params"`
+}
+
+type wireParams struct {
+	SessionID sdk.SessionId `json:"sessionId"`
+	Update    any           `json:"update"`
+}
+
+// SessionUpdate writes one notification.
+func (u *updateWriter) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
+	buf := u.pool.Get().(*bytes.Buffer)
+	defer u.pool.Put(buf)
+	buf.Reset()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(wireNotification{
+		JSONRPC: "2.0",
+		Method:  sdk.ClientMethodSessionUpdate,
+		Params:  wireParams{SessionID: n.SessionId, Update: variant(n.Update)},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = u.w.Write(buf.Bytes()) // Encode ended the line
+	return err
+}
+
+// variant returns the update's one variant with its discriminator set, or
+// the SDK's union for a variant this daemon never sends.
+func variant(u sdk.SessionUpdate) any {
+	switch {
+	case u.UserMessageChunk != nil:
+		v := *u.UserMessageChunk
+		v.SessionUpdate = "user_message_chunk"
+		return v
+	case u.AgentMessageChunk != nil:
+		v := *u.AgentMessageChunk
+		v.SessionUpdate = "agent_message_chunk"
+		return v
+	case u.AgentThoughtChunk != nil:
+		v := *u.AgentThoughtChunk
+		v.SessionUpdate = "agent_thought_chunk"
+		return v
+	case u.ToolCall != nil:
+		v := u.ToolCall
+		return wireToolCall{Meta: v.Meta, Content: v.Content, Kind: v.Kind, Locations: v.Locations,
+			RawInput: v.RawInput, RawOutput: v.RawOutput, SessionUpdate: "tool_call",
+			Status: v.Status, Title: v.Title, ToolCallID: v.ToolCallId}
+	case u.ToolCallUpdate != nil:
+		v := u.ToolCallUpdate
+		return wireToolCallUpdate{Meta: v.Meta, Content: v.Content, Kind: v.Kind, Locations: v.Locations,
+			RawInput: v.RawInput, RawOutput: v.RawOutput, SessionUpdate: "tool_call_update",
+			Status: v.Status, Title: v.Title, ToolCallID: v.ToolCallId}
+	case u.CurrentModeUpdate != nil:
+		v := *u.CurrentModeUpdate
+		v.SessionUpdate = "current_mode_update"
+		return v
+	}
+	return u
+}
+
+// wireToolCall and wireToolCallUpdate are the SDK's tool-call variants with
+// content that marshals without the SDK's map round trip.
+type wireToolCall struct {
+	Meta          map[string]any         `json:"_meta,omitempty"`
+	Content       toolContents           `json:"content,omitempty"`
+	Kind          sdk.ToolKind           `json:"kind,omitempty"`
+	Locations     []sdk.ToolCallLocation `json:"locations,omitempty"`
+	RawInput      any                    `json:"rawInput,omitempty"`
+	RawOutput     any                    `json:"rawOutput,omitempty"`
+	SessionUpdate string                 `json:"sessionUpdate"`
+	Status        sdk.ToolCallStatus     `json:"status,omitempty"`
+	Title         string                 `json:"title"`
+	ToolCallID    sdk.ToolCallId         `json:"toolCallId"`
+}
+
+type wireToolCallUpdate struct {
+	Meta          map[string]any         `json:"_meta,omitempty"`
+	Content       toolContents           `json:"content,omitempty"`
+	Kind          *sdk.ToolKind          `json:"kind,omitempty"`
+	Locations     []sdk.ToolCallLocation `json:"locations,omitempty"`
+	RawInput      any                    `json:"rawInput,omitempty"`
+	RawOutput     any                    `json:"rawOutput,omitempty"`
+	SessionUpdate string                 `json:"sessionUpdate"`
+	Status        *sdk.ToolCallStatus    `json:"status,omitempty"`
+	Title         *string                `json:"title,omitempty"`
+	ToolCallID    sdk.ToolCallId         `json:"toolCallId"`
+}
+
+// toolContents marshals the two content shapes cards use (a plain text block
+// and a terminal reference) directly; any other item goes through the SDK.
+type toolContents []sdk.ToolCallContent
+
+func (tc toolContents) MarshalJSON() ([]byte, error) {
+	if tc == nil {
+		return []byte("null"), nil
+	}
+	out := []byte{'['}
+	for i, it := range tc {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		b, err := marshalToolContent(it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b...)
+	}
+	return append(out, ']'), nil
+}
+
+func marshalToolContent(it sdk.ToolCallContent) ([]byte, error) {
+	switch {
+	case it.Content != nil && it.Content.Meta == nil && isPlainText(it.Content.Content):
+		text, err := json.Marshal(it.Content.Content.Text.Text)
+		if err != nil {
+			return nil, err
+		}
+		return append(append([]byte(`{"type":"content","content":{"type":"text","text":`), text...), "}}"...), nil
+	case it.Terminal != nil && it.Terminal.Meta == nil:
+		id, err := json.Marshal(it.Terminal.TerminalId)
+		if err != nil {
+			return nil, err
+		}
+		return append(append([]byte(`{"type":"terminal","terminalId":`), id...), '}'), nil
+	}
+	return json.Marshal(it)
+}
+
+func isPlainText(b sdk.ContentBlock) bool {
+	t := b.Text
+	return t != nil && t.Meta == nil && t.Annotations == nil &&
+		b.Image == nil && b.Audio == nil && b.ResourceLink == nil && b.Resource == nil
+}
