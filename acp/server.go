@@ -25,6 +25,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/acp/ingress"
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/permission"
 	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/replay"
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -44,7 +45,9 @@ type Config struct {
 	// SDKLogger receives the ACP SDK's own diagnostics (default: discarded).
 	SDKLogger *slog.Logger
 
-	// MaxLine caps one inbound JSON-RPC line (default 64 MiB).
+	// MaxLine caps one inbound JSON-RPC line (default and maximum: the
+	// SDK's own limit, ingress.SDKMaxLine; a longer line would close the
+	// SDK's connection, so the guard answers it instead).
 	MaxLine int
 	// CardFlushInterval and CardFlushBytes coalesce live card output
 	// (defaults 50 ms and 16 KiB).
@@ -52,14 +55,20 @@ type Config struct {
 	CardFlushBytes    int
 	// ShutdownGrace bounds how long shutdown waits for processes to die.
 	ShutdownGrace time.Duration
+
+	// DefaultMode is a new session's permission mode (default ask).
+	DefaultMode permission.Mode
+	// UserRules is the user's permission rule file ("" for none); each
+	// session's project file is read from its cwd.
+	UserRules string
 }
 
 func (c *Config) defaults() {
 	if c.Name == "" {
 		c.Name = "dsh-acp"
 	}
-	if c.MaxLine <= 0 {
-		c.MaxLine = 64 << 20
+	if c.MaxLine <= 0 || c.MaxLine > ingress.SDKMaxLine {
+		c.MaxLine = ingress.SDKMaxLine
 	}
 	if c.CardFlushInterval <= 0 {
 		c.CardFlushInterval = 50 * time.Millisecond
@@ -72,6 +81,9 @@ func (c *Config) defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
+	}
+	if c.DefaultMode == "" {
+		c.DefaultMode = permission.ModeAsk
 	}
 	if c.SDKLogger == nil {
 		c.SDKLogger = slog.New(slog.DiscardHandler)
@@ -252,7 +264,8 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (resp 
 		return resp, err
 	}
 	s.log.Info("session/new", zap.String("session", id))
-	return sdk.NewSessionResponse{SessionId: sdk.SessionId(id)}, nil
+	mode := ss.perms.currentMode()
+	return sdk.NewSessionResponse{SessionId: sdk.SessionId(id), Modes: modeState(mode), ConfigOptions: configOptions(mode)}, nil
 }
 
 func (s *Server) register(ss *session) error {
@@ -378,25 +391,23 @@ func (s *Server) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (r
 // LoadSession replays a journaled session, then keeps it open.
 func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (resp sdk.LoadSessionResponse, err error) {
 	defer guarded(s.log, "session/load", &err)
-	_, err = s.reopen(string(p.SessionId), p.Cwd, true)
-	return resp, err
+	ss, err := s.reopen(string(p.SessionId), p.Cwd, true)
+	if err != nil {
+		return resp, err
+	}
+	mode := ss.perms.currentMode()
+	return sdk.LoadSessionResponse{Modes: modeState(mode), ConfigOptions: configOptions(mode)}, nil
 }
 
 // ResumeSession restores a journaled session without replaying it.
 func (s *Server) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (resp sdk.ResumeSessionResponse, err error) {
 	defer guarded(s.log, "session/resume", &err)
-	_, err = s.reopen(string(p.SessionId), p.Cwd, false)
-	return resp, err
-}
-
-// SetSessionMode is not offered yet.
-func (s *Server) SetSessionMode(ctx context.Context, p sdk.SetSessionModeRequest) (sdk.SetSessionModeResponse, error) {
-	return sdk.SetSessionModeResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionSetMode)
-}
-
-// SetSessionConfigOption is not offered yet.
-func (s *Server) SetSessionConfigOption(ctx context.Context, p sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
-	return sdk.SetSessionConfigOptionResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionSetConfigOption)
+	ss, err := s.reopen(string(p.SessionId), p.Cwd, false)
+	if err != nil {
+		return resp, err
+	}
+	mode := ss.perms.currentMode()
+	return sdk.ResumeSessionResponse{Modes: modeState(mode), ConfigOptions: configOptions(mode)}, nil
 }
 
 // deliverNotice queues a background task's completion notice on its owning

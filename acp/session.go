@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,7 @@ type session struct {
 	agent   *agent.Session
 	journal *replay.Journal
 	present *presenter
+	perms   *permissions
 	log     *zap.Logger
 
 	closeOnce sync.Once
@@ -68,9 +70,12 @@ func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
 		log:       s.log,
 		flush:     flushPolicy{interval: s.cfg.CardFlushInterval, bytes: s.cfg.CardFlushBytes},
 	}
+	ss := &session{id: id, cwd: cwd, journal: j, present: p, log: s.log,
+		perms: &permissions{mode: s.cfg.DefaultMode}}
 	sink := fanout{p, journalSink{j: j, log: s.log, id: id}}
-	a := agent.NewSession(id, cwd, s.cfg.Model, s.cfg.Tools, sink, nil, s.cfg.Agent)
-	return &session{id: id, cwd: cwd, agent: a, journal: j, present: p, log: s.log}
+	ap := &approver{ss: ss, client: s.conn, userRules: s.cfg.UserRules}
+	ss.agent = agent.NewSession(id, cwd, s.cfg.Model, s.cfg.Tools, sink, ap, s.cfg.Agent)
+	return ss
 }
 
 // prompt runs one turn: a `!` command directly, anything else through the
@@ -145,7 +150,7 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	if err != nil {
 		return nil, invalidParams("cannot open session %s: %v", id, err)
 	}
-	r := &reopening{server: s, id: id, cwd: filepath.Clean(cwd), journal: j, draw: replayToClient}
+	r := &reopening{server: s, id: id, cwd: filepath.Clean(cwd), journal: j, draw: replayToClient, state: map[string]json.RawMessage{}}
 	defer r.stopDrawing()
 	settler := replay.NewSettler(r.event)
 	warnings, err := s.cfg.Store.Stream(id, func(rec replay.Record) error {
@@ -154,6 +159,8 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 			r.cwd = rec.Header.Cwd
 		case rec.Event != nil:
 			return settler.Push(rec.Event)
+		case rec.State != nil:
+			r.state[rec.State.Key] = rec.State.Value
 		}
 		return nil
 	})
@@ -169,6 +176,7 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	}
 	ss := r.session()
 	r.stopDrawing()
+	ss.perms.restore(r.state)
 	if gone := settler.RunningTasks(); len(gone) > 0 {
 		note := goneTasksNote(gone)
 		if replayToClient {
@@ -196,6 +204,7 @@ type reopening struct {
 	draw    bool
 	ss      *session
 	events  []agent.Event
+	state   map[string]json.RawMessage // latest journaled value per key
 
 	drawQ    chan agent.Event
 	drawDone chan struct{}

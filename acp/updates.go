@@ -85,6 +85,10 @@ func variant(u sdk.SessionUpdate) any {
 		return wireToolCallUpdate{Meta: v.Meta, Content: v.Content, Kind: v.Kind, Locations: v.Locations,
 			RawInput: v.RawInput, RawOutput: v.RawOutput, SessionUpdate: "tool_call_update",
 			Status: v.Status, Title: v.Title, ToolCallID: v.ToolCallId}
+	case u.ConfigOptionUpdate != nil:
+		v := *u.ConfigOptionUpdate
+		v.SessionUpdate = "config_option_update"
+		return v
 	case u.CurrentModeUpdate != nil:
 		v := *u.CurrentModeUpdate
 		v.SessionUpdate = "current_mode_update"

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/dsh-acp/dsh-acp/acp/ingress"
+	"github.com/dsh-acp/dsh-acp/permission"
 )
 
 // config is everything the daemon is configured with: flags, with
@@ -29,6 +32,7 @@ type config struct {
 	MaxTurnRequests int
 	HistoryBudget   int
 	AllowEnv        []string
+	Mode            permission.Mode
 }
 
 // stringList is a repeatable string flag.
@@ -74,9 +78,10 @@ func parseConfig(name string, args []string, env envLookup, usage io.Writer) (co
 	fs.DurationVar(&c.KillGrace, "kill-grace", 2*time.Second, "time between TERM and KILL when stopping a command")
 	fs.IntVar(&c.OutputLimit, "output-limit", 30000, "characters of command output the model sees (the tail is kept)")
 	fs.IntVar(&c.CardOutputLimit, "card-output-limit", 2<<20, "bytes of output streamed to one terminal card")
-	fs.IntVar(&c.MaxLine, "max-line", 64<<20, "longest JSON-RPC line accepted on stdin, in bytes")
+	fs.IntVar(&c.MaxLine, "max-line", ingress.DefaultMaxLine, "longest JSON-RPC line accepted on stdin, in bytes (at most the ACP SDK's hard limit, 10 MiB)")
 	fs.IntVar(&c.MaxTurnRequests, "max-turn-requests", 50, "model requests allowed in one turn")
 	fs.IntVar(&c.HistoryBudget, "history-budget", 400000, "characters of history sent to the model before old tool output is elided")
+	mode := fs.String("mode", envOr(env, "DSH_MODE", "ask"), "permission mode of new sessions: ask, auto or read-only (env DSH_MODE)")
 	var allow stringList
 	fs.Var(&allow, "allow-env", "pass this scrubbed environment variable through to commands (repeatable)")
 	fs.Usage = func() {
@@ -93,6 +98,11 @@ func parseConfig(name string, args []string, env envLookup, usage io.Writer) (co
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	c.AllowEnv = allow
+	m, err := permission.ParseMode(*mode)
+	if err != nil {
+		return c, fmt.Errorf("--mode: %w", err)
+	}
+	c.Mode = m
 	c.APIKey = envOr(env, "DSH_API_KEY", envOr(env, "DEEPSEEK_API_KEY", ""))
 	return c, c.validate()
 }
@@ -108,8 +118,8 @@ func (c config) validate() error {
 	if c.CardOutputLimit < 1024 {
 		errs = append(errs, errors.New("--card-output-limit must be at least 1024"))
 	}
-	if c.MaxLine < 1<<16 {
-		errs = append(errs, errors.New("--max-line must be at least 65536"))
+	if c.MaxLine < 1<<16 || c.MaxLine > ingress.SDKMaxLine {
+		errs = append(errs, fmt.Errorf("--max-line must be between 65536 and %d", ingress.SDKMaxLine))
 	}
 	if c.MaxTurnRequests < 1 {
 		errs = append(errs, errors.New("--max-turn-requests must be at least 1"))

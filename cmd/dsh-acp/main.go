@@ -23,6 +23,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/executor/local"
 	"github.com/dsh-acp/dsh-acp/llm"
+	"github.com/dsh-acp/dsh-acp/permission"
 	"github.com/dsh-acp/dsh-acp/replay"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
@@ -121,10 +122,12 @@ func serve(cfg config) error {
 			HistoryBudget:   cfg.HistoryBudget,
 			Logger:          log,
 		},
-		Store:     store,
-		Logger:    log,
-		SDKLogger: slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		MaxLine:   cfg.MaxLine,
+		DefaultMode: cfg.Mode,
+		Store:       store,
+		Logger:      log,
+		SDKLogger:   slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		MaxLine:     cfg.MaxLine,
+		UserRules:   userRulesPath(),
 	})
 }
 
@@ -149,4 +152,13 @@ func newLogger(file, level string) (*zap.Logger, io.Writer, func(), error) {
 	core := zapcore.NewCore(enc, zapcore.AddSync(out), lvl)
 	log := zap.New(core)
 	return log, out, func() { _ = log.Sync(); closeFn() }, nil
+}
+
+// userRulesPath is the user's permission rule file ("" when no home is known).
+func userRulesPath() string {
+	p, err := permission.UserRulesPath(os.Getenv)
+	if err != nil {
+		return ""
+	}
+	return p
 }
