@@ -316,7 +316,9 @@ func (f fallback) PresentCall(args json.RawMessage) tools.CallIntent {
 }
 
 func (f fallback) PresentResult(_ json.RawMessage, r tools.Result) tools.ResultIntent {
-	if r.ExitCode != nil || r.Signal != "" || r.TimedOut {
+	// Only a foreground run has card output; a background task's read or
+	// kill carries an exit code too, but its text is what there is to show.
+	if (r.ExitCode != nil || r.Signal != "" || r.TimedOut) && r.TaskID == "" {
 		return tools.ResultIntent{Card: tools.CardTerminal, Output: r.CardOutput, ExitCode: r.ExitCode, Signal: r.Signal, Failed: r.IsError}
 	}
 	return tools.ResultIntent{Card: tools.CardGeneric, Content: []string{r.Text}, Failed: r.IsError}

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/dsh-acp/dsh-acp/replay"
+	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 // runReplay is `dsh-acp replay FILE|ID`: print a journaled session as a
@@ -22,7 +23,18 @@ func runReplay(args []string) int {
 		fmt.Fprintln(os.Stderr, "dsh-acp replay:", err)
 		return 1
 	}
-	if err := replay.Print(os.Stdout, l, isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == ""); err != nil {
+	// Settle as session/load does, so an interrupted call shows its end,
+	// and draw each call with its tool's own presentation.
+	l.Events = replay.Settle(l.Events)
+	box := tools.NewSet(nil, tools.Config{}) // presentation only: runs nothing
+	opts := replay.PrintOptions{
+		Color: isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == "",
+		Tool: func(name string) (replay.Presenter, bool) {
+			t, ok := box.Lookup(name)
+			return t, ok
+		},
+	}
+	if err := replay.PrintWith(os.Stdout, l, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "dsh-acp replay:", err)
 		return 1
 	}
