@@ -195,3 +195,92 @@ func TestCancelInFlightThenPrompt(t *testing.T) {
 		}
 	}
 }
+
+// errorReply waits for the error reply with the given id (a JSON literal,
+// "null" for replies the guard could not tie to a request) and code.
+func (d *daemon) errorReply(id string, code int) json.RawMessage {
+	d.t.Helper()
+	msg, err := d.WaitInbound(ctxT(d.t), func(m json.RawMessage) bool {
+		var r struct {
+			ID    json.RawMessage `json:"id"`
+			Error *struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		return json.Unmarshal(m, &r) == nil && r.Error != nil && r.Error.Code == code && string(r.ID) == id
+	})
+	if err != nil {
+		d.t.Fatalf("no error %d for id %s: %v", code, id, err)
+	}
+	return msg
+}
+
+// Bad input gets a clear error and the connection keeps serving.
+func TestMalformedInputKeepsServing(t *testing.T) {
+	d := startDaemon(t, acptest.ZedCapabilities(), []string{"--max-line", "65536"})
+	if err := d.WriteRaw([]byte("{not json\n")); err != nil {
+		t.Fatal(err)
+	}
+	d.errorReply("null", -32700)
+	if err := d.WriteRaw([]byte(`[{"jsonrpc":"2.0","id":5,"method":"initialize","params":{}}]` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	d.errorReply("null", -32600)
+	if err := d.WriteRaw([]byte(`{"jsonrpc":"2.0","id":{"x":1},"method":"session/new","params":{}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	d.errorReply("null", -32600)
+	long := `{"jsonrpc":"2.0","id":77,"method":"session/new","params":{"cwd":"` + strings.Repeat("a", 200000) + `"}}` + "\n"
+	if err := d.WriteRaw([]byte(long)); err != nil {
+		t.Fatal(err)
+	}
+	d.errorReply("77", -32600)
+
+	if err := d.Call(ctxT(t), "no/such_method", map[string]any{}, nil); rpcCode(err) != -32601 {
+		t.Errorf("unknown method: %v", err)
+	}
+	if err := d.Call(ctxT(t), "session/new", map[string]any{"cwd": 5}, nil); rpcCode(err) != -32602 {
+		t.Errorf("wrong param type: %v", err)
+	}
+	for _, cwd := range []string{"relative/dir", "/definitely/not/here", "/etc/hostname"} {
+		err := d.Call(ctxT(t), "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}, nil)
+		if rpcCode(err) != -32602 || !strings.Contains(err.Error(), "cwd") {
+			t.Errorf("session/new cwd %q: %v", cwd, err)
+		}
+	}
+	err := d.Call(ctxT(t), "session/prompt", promptParams("no-such-session", "!true"), nil)
+	if rpcCode(err) != -32602 || !strings.Contains(err.Error(), "unknown session") {
+		t.Errorf("prompt to an unknown session: %v", err)
+	}
+	err = d.Call(ctxT(t), "session/load", map[string]any{"sessionId": "x", "cwd": "rel", "mcpServers": []any{}}, nil)
+	if rpcCode(err) != -32602 {
+		t.Errorf("load with a relative cwd: %v", err)
+	}
+	// Still serving: a real session and command work.
+	sid := d.newSession(t.TempDir())
+	if got := d.prompt(sid, "!echo still here"); got != "end_turn" {
+		t.Fatalf("stopReason %q", got)
+	}
+}
+
+// On stdin EOF the daemon kills what runs, and exits 0 promptly.
+func TestStdinEOFKillsRunningCommand(t *testing.T) {
+	d := startDaemon(t, acptest.ZedCapabilities(), nil)
+	sid := d.newSession(t.TempDir())
+	marker := acptest.NewMarker()
+	go func() {
+		_ = d.Call(context.Background(), "session/prompt", promptParams(sid, "!export M="+marker+"; trap '' TERM; sleep 600 & wait"), nil)
+	}()
+	waitProcs(t, marker, 2)
+	start := time.Now()
+	if err := d.CloseStdin(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Wait(ctxT(t)); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	t.Logf("exited %v after EOF (TERM ignored: grace then KILL)", time.Since(start))
+	if left, err := acptest.ProcsWithMarker(marker); err != nil || len(left) > 0 {
+		t.Fatalf("survivors after exit: %+v %v", left, err)
+	}
+}

@@ -193,8 +193,11 @@ func guarded(log *zap.Logger, method string, err *error) {
 	}
 }
 
+// invalidParams is -32602 whose message says what is wrong (clients show
+// the message; the SDK's own constructor says only "Invalid params").
 func invalidParams(format string, args ...any) error {
-	return sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf(format, args...)})
+	msg := fmt.Sprintf(format, args...)
+	return &sdk.RequestError{Code: -32602, Message: "Invalid params: " + msg, Data: map[string]any{"error": msg}}
 }
 
 // Initialize negotiates the protocol version and capabilities.
@@ -362,7 +365,7 @@ func (s *Server) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (r
 	defer guarded(s.log, "session/list", &err)
 	cwd, cursor := "", ""
 	if p.Cwd != nil {
-		cwd = *p.Cwd
+		cwd = filepath.Clean(*p.Cwd)
 	}
 	if p.Cursor != nil {
 		cursor = *p.Cursor

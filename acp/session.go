@@ -141,11 +141,17 @@ func promptBlocks(blocks []sdk.ContentBlock) []agent.PromptBlock {
 // reopen restores a journaled session: it takes the journal's write lock
 // (a second daemon is refused), streams the journal — drawing each event as
 // it is decoded when replayToClient, so the first update goes out at once —
-// and rebuilds the model's history from the same events.
+// and rebuilds the model's history from the same events. The session runs
+// in the client's cwd when it names an existing directory, else in the one
+// the journal recorded (a moved or deleted project can still be read).
 func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	if _, err := s.session(sdk.SessionId(id)); err == nil {
 		return nil, invalidParams("session %s is already open", id)
 	}
+	if cwd != "" && !filepath.IsAbs(cwd) {
+		return nil, invalidParams("cwd must be an absolute path, got %q", cwd)
+	}
+	clientCwd := cwd != "" && checkCwd(cwd) == nil
 	j, err := s.cfg.Store.OpenAppend(id)
 	if err != nil {
 		return nil, invalidParams("cannot open session %s: %v", id, err)
@@ -156,7 +162,10 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	warnings, err := s.cfg.Store.Stream(id, func(rec replay.Record) error {
 		switch {
 		case rec.Header != nil && rec.Header.Cwd != "" && r.ss == nil:
-			r.cwd = rec.Header.Cwd
+			r.recordedCwd = rec.Header.Cwd
+			if !clientCwd {
+				r.cwd = rec.Header.Cwd
+			}
 		case rec.Event != nil:
 			return settler.Push(rec.Event)
 		case rec.State != nil:
@@ -176,6 +185,7 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	}
 	ss := r.session()
 	r.stopDrawing()
+	ss.present.cwd = ss.cwd
 	ss.perms.restore(r.state)
 	if gone := settler.RunningTasks(); len(gone) > 0 {
 		note := goneTasksNote(gone)
@@ -199,12 +209,15 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 // being decoded, so replay costs about max(decode, draw), not their sum.
 type reopening struct {
 	server  *Server
-	id, cwd string
-	journal *replay.Journal
-	draw    bool
-	ss      *session
-	events  []agent.Event
-	state   map[string]json.RawMessage // latest journaled value per key
+	id, cwd string // cwd: where the session runs from now on
+	// recordedCwd is the journal's cwd: recorded cards are drawn as they
+	// looked live, in the directory they ran in.
+	recordedCwd string
+	journal     *replay.Journal
+	draw        bool
+	ss          *session
+	events      []agent.Event
+	state       map[string]json.RawMessage // latest journaled value per key
 
 	drawQ    chan agent.Event
 	drawDone chan struct{}
@@ -215,6 +228,9 @@ func (r *reopening) session() *session {
 	if r.ss == nil {
 		r.ss = r.server.newSession(r.id, r.cwd, r.journal)
 		r.ss.present.replaying = true
+		if r.recordedCwd != "" {
+			r.ss.present.cwd = r.recordedCwd
+		}
 		if r.draw {
 			r.drawQ = make(chan agent.Event, 4096)
 			r.drawDone = make(chan struct{})
