@@ -221,6 +221,7 @@ type reopening struct {
 
 	drawQ    chan agent.Event
 	drawDone chan struct{}
+	batch    *lineBatch
 }
 
 // session creates the session on first use, once the header named its cwd.
@@ -232,6 +233,8 @@ func (r *reopening) session() *session {
 			r.ss.present.cwd = r.recordedCwd
 		}
 		if r.draw {
+			r.batch = &lineBatch{w: r.server.updates.w}
+			r.ss.present.send = newUpdateWriter(r.batch)
 			r.drawQ = make(chan agent.Event, 4096)
 			r.drawDone = make(chan struct{})
 			go r.drawer(r.ss.present)
@@ -248,12 +251,17 @@ func (r *reopening) drawer(p *presenter) {
 	}
 }
 
-// stopDrawing waits until every queued event was drawn. Idempotent.
+// stopDrawing waits until every queued event was drawn and written, then
+// sends the session's updates straight out again. Idempotent.
 func (r *reopening) stopDrawing() {
 	if r.drawQ != nil {
 		close(r.drawQ)
 		<-r.drawDone
 		r.drawQ = nil
+		if err := r.batch.Flush(); err != nil {
+			r.server.log.Debug("replay flush", zap.String("session", r.id), zap.Error(err))
+		}
+		r.ss.present.send = r.server.updates
 	}
 }
 

@@ -65,14 +65,23 @@ func variant(u sdk.SessionUpdate) any {
 	switch {
 	case u.UserMessageChunk != nil:
 		v := *u.UserMessageChunk
+		if c, ok := textChunk("user_message_chunk", v.Meta, v.Content, v.MessageId); ok {
+			return c
+		}
 		v.SessionUpdate = "user_message_chunk"
 		return v
 	case u.AgentMessageChunk != nil:
 		v := *u.AgentMessageChunk
+		if c, ok := textChunk("agent_message_chunk", v.Meta, v.Content, v.MessageId); ok {
+			return c
+		}
 		v.SessionUpdate = "agent_message_chunk"
 		return v
 	case u.AgentThoughtChunk != nil:
 		v := *u.AgentThoughtChunk
+		if c, ok := textChunk("agent_thought_chunk", v.Meta, v.Content, v.MessageId); ok {
+			return c
+		}
 		v.SessionUpdate = "agent_thought_chunk"
 		return v
 	case u.ToolCall != nil:
@@ -169,4 +178,61 @@ func isPlainText(b sdk.ContentBlock) bool {
 	t := b.Text
 	return t != nil && t.Meta == nil && t.Annotations == nil &&
 		b.Image == nil && b.Audio == nil && b.ResourceLink == nil && b.Resource == nil
+}
+
+// lineBatch gathers whole lines and writes them to w in large batches, for
+// replay: one write per ~64 KiB instead of one per update. Every Write to w
+// carries whole lines only, so another session's live updates, written to
+// the same serialized writer, never split one. The first line goes out at
+// once, so the client sees the replay start immediately. Not safe for
+// concurrent use (the replay drawer is its only writer).
+type lineBatch struct {
+	w       io.Writer
+	buf     []byte
+	flushed bool // the first line went out
+	err     error
+}
+
+const lineBatchSize = 64 << 10
+
+func (b *lineBatch) Write(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	b.buf = append(b.buf, p...)
+	if !b.flushed || len(b.buf) >= lineBatchSize {
+		b.flushed = true
+		return len(p), b.Flush()
+	}
+	return len(p), nil
+}
+
+// Flush writes what is gathered.
+func (b *lineBatch) Flush() error {
+	if len(b.buf) > 0 && b.err == nil {
+		_, b.err = b.w.Write(b.buf)
+		b.buf = b.buf[:0]
+	}
+	return b.err
+}
+
+// wireTextChunk is a message chunk whose content is a plain text block,
+// marshalled without the SDK's map round trip.
+type wireTextChunk struct {
+	Meta          map[string]any `json:"_meta,omitempty"`
+	Content       wireText       `json:"content"`
+	MessageID     *string        `json:"messageId,omitempty"`
+	SessionUpdate string         `json:"sessionUpdate"`
+}
+
+type wireText struct {
+	Text string `json:"text"`
+	Type string `json:"type"`
+}
+
+func textChunk(kind string, meta map[string]any, c sdk.ContentBlock, id *string) (wireTextChunk, bool) {
+	if !isPlainText(c) {
+		return wireTextChunk{}, false
+	}
+	return wireTextChunk{Meta: meta, Content: wireText{Text: c.Text.Text, Type: "text"}, MessageID: id, SessionUpdate: kind}, true
 }

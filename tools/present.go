@@ -39,12 +39,15 @@ func (t *bash) PresentCall(args json.RawMessage) CallIntent {
 // PresentResult ends a foreground run's terminal card with its card output
 // and exit; an error or declined result, a background start and a call
 // with malformed arguments end as generic cards.
-func (t *bash) PresentResult(args json.RawMessage, res Result) ResultIntent {
+func (t *bash) PresentResult(_ json.RawMessage, res Result) ResultIntent {
 	if res.IsError || res.Declined != "" {
 		return errorIntent(res)
 	}
-	a, err := decodeBashArgs(args)
-	if err != nil || a.RunInBackground {
+	// A background start is the only successful bash result with a task
+	// id; malformed arguments never produce a successful result. So the
+	// result alone tells the card (no second decode of the arguments,
+	// which replay of a long session would pay per call).
+	if res.TaskID != "" {
 		return genericResult(res, false, runFailed(res))
 	}
 	return ResultIntent{

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -143,8 +144,8 @@ func callRows(bin string, env []string, cwd string, runs int) ([]row, error) {
 
 		start = time.Now()
 		finals := 0
-		if _, err := a.call("session/prompt", prompt, func(m message) {
-			if strings.Contains(string(m.Params), `"terminal_exit"`) {
+		if _, err := a.call("session/prompt", prompt, func(line []byte) {
+			if bytes.Contains(line, []byte(`"terminal_exit"`)) {
 				finals++
 			}
 		}); err != nil {
@@ -237,7 +238,7 @@ func replayRows(work, bin string, env []string, calls, runs int) ([]row, error) 
 		}
 		var firstAt time.Time
 		start = time.Now()
-		_, err = a.call("session/load", map[string]any{"sessionId": id, "cwd": work, "mcpServers": []any{}}, func(message) {
+		_, err = a.call("session/load", map[string]any{"sessionId": id, "cwd": work, "mcpServers": []any{}}, func([]byte) {
 			if firstAt.IsZero() {
 				firstAt = time.Now()
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -59,24 +60,25 @@ func (a *agentProc) send(method string, params any) (int, error) {
 	return a.nextID, err
 }
 
-// until reads messages until the reply to id, calling onUpdate for each
-// notification before it.
-func (a *agentProc) until(id int, onUpdate func(message)) (message, error) {
+// until reads messages until the reply to id, calling onNote with the raw
+// line of each notification before it. Notifications are recognised without
+// decoding them, so the client costs the measurement as little as possible.
+func (a *agentProc) until(id int, onNote func(line []byte)) (message, error) {
 	want := strconv.Itoa(id)
 	for {
 		line, err := a.out.ReadBytes('\n')
 		if err != nil {
 			return message{}, fmt.Errorf("reading agent: %w", err)
 		}
+		if bytes.Contains(line[:min(len(line), 48)], []byte(`"method":`)) {
+			if onNote != nil {
+				onNote(line)
+			}
+			continue
+		}
 		var m message
 		if err := json.Unmarshal(line, &m); err != nil {
 			return message{}, fmt.Errorf("agent wrote a bad line: %w", err)
-		}
-		if m.Method != "" {
-			if onUpdate != nil {
-				onUpdate(m)
-			}
-			continue
 		}
 		if string(m.ID) == want {
 			if len(m.Error) > 0 {
@@ -88,12 +90,12 @@ func (a *agentProc) until(id int, onUpdate func(message)) (message, error) {
 }
 
 // call sends a request and waits for its reply.
-func (a *agentProc) call(method string, params any, onUpdate func(message)) (message, error) {
+func (a *agentProc) call(method string, params any, onNote func(line []byte)) (message, error) {
 	id, err := a.send(method, params)
 	if err != nil {
 		return message{}, err
 	}
-	return a.until(id, onUpdate)
+	return a.until(id, onNote)
 }
 
 // initialize performs the handshake with Zed's capabilities.
