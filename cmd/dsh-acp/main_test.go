@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dsh-acp/dsh-acp/internal/acptest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	acptest.RemoveBuilds()
+	os.Exit(code)
+}
+
+// runBinary runs the real dsh-acp with args and stdin, with a private state
+// directory and no model.
+func runBinary(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	bin := acptest.BuildBinary(t)
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "DSH_STATE_DIR="+t.TempDir(), "DSH_API_KEY=", "DEEPSEEK_API_KEY=", "NO_COLOR=1")
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+// The README's run command: piped `!` commands show as cards, a prompt with
+// no model says how to configure one, and the chat exits 0 at end of input.
+func TestChatDrawsCardsFromPipedInput(t *testing.T) {
+	out, errOut, err := runBinary(t, "!echo hello\n!exit 3\nwhat is here?\n", "chat")
+	if err != nil {
+		t.Fatalf("chat: %v\nstderr: %s", err, errOut)
+	}
+	for _, want := range []string{"┌ echo hello\n│ hello\n└ ✓ exit 0\n", "┌ exit 3\n└ ✗ exit 3\n", "DSH_API_KEY"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// --agent runs any ACP agent; here, this binary again.
+func TestChatWithAnotherAgent(t *testing.T) {
+	bin := acptest.BuildBinary(t)
+	out, errOut, err := runBinary(t, "!printf 'a\\nb\\n'\n", "chat", "--agent", bin, "--log-level", "error")
+	if err != nil {
+		t.Fatalf("chat: %v\nstderr: %s", err, errOut)
+	}
+	if !strings.Contains(out, "│ a\n│ b\n└ ✓ exit 0") {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+// `dsh-acp replay ID` finds a session in the state directory by id.
+func TestReplaySubcommandByID(t *testing.T) {
+	bin := acptest.BuildBinary(t)
+	state := t.TempDir()
+	env := append(os.Environ(), "DSH_STATE_DIR="+state, "DSH_API_KEY=", "DEEPSEEK_API_KEY=", "NO_COLOR=1")
+	chat := exec.Command(bin, "chat")
+	chat.Env, chat.Dir, chat.Stdin = env, t.TempDir(), strings.NewReader("!echo journaled\n")
+	if out, err := chat.CombinedOutput(); err != nil {
+		t.Fatalf("chat: %v\n%s", err, out)
+	}
+	files, _ := filepath.Glob(filepath.Join(state, "sessions", "*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("%d journals", len(files))
+	}
+	id := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	rep := exec.Command(bin, "replay", id)
+	rep.Env = env
+	out, err := rep.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "echo journaled") || !strings.Contains(string(out), "journaled\n") {
+		t.Errorf("replay %s: %v\n%s", id, err, out)
+	}
+}
+
+func TestConfigFlagsAndEnvironment(t *testing.T) {
+	env := map[string]string{"DSH_MODEL": "deepseek-reasoner", "DEEPSEEK_API_KEY": "k1", "DSH_STATE_DIR": "/var/tmp/s", "DSH_MODE": "auto"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	var usage bytes.Buffer
+	c, err := parseConfig("dsh-acp", []string{"--model", "m2", "--allow-env", "GH_TOKEN", "--allow-env", "NPM_TOKEN"}, lookup, &usage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Model != "m2" || c.APIKey != "k1" || c.StateDir != "/var/tmp/s" || c.BaseURL != "https://api.deepseek.com" ||
+		strings.Join(c.AllowEnv, ",") != "GH_TOKEN,NPM_TOKEN" || c.Mode != "auto" {
+		t.Errorf("config %+v", c)
+	}
+	env["DSH_API_KEY"] = "k0" // DSH_API_KEY wins over DEEPSEEK_API_KEY
+	if c, _ := parseConfig("dsh-acp", nil, lookup, &usage); c.APIKey != "k0" || c.Model != "deepseek-reasoner" {
+		t.Errorf("env fallbacks: %+v", c)
+	}
+	for _, bad := range [][]string{{"--state-dir", "rel"}, {"--mode", "yolo"}, {"--max-line", "10"}, {"--api-key", "x"}, {"extra"}} {
+		if _, err := parseConfig("dsh-acp", bad, lookup, &usage); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
