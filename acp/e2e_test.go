@@ -93,7 +93,7 @@ func TestCancelRunningCommand(t *testing.T) {
 	if _, err := d.WaitUpdate(ctxT(t), sid, func(u json.RawMessage) bool { return acptest.UpdateKind(u) == "tool_call" }); err != nil {
 		t.Fatal(err)
 	}
-	waitProcs(t, marker, 2)
+	waitMarkedProcs(t, marker, 2)
 	start := time.Now()
 	if err := d.Notify(ctxT(t), "session/cancel", map[string]any{"sessionId": sid}); err != nil {
 		t.Fatal(err)
@@ -113,25 +113,6 @@ func TestCancelRunningCommand(t *testing.T) {
 	}
 	if left, err := acptest.WaitNoProcsWithMarker(ctxT(t), marker); err != nil {
 		t.Fatalf("survivors %+v: %v", left, err)
-	}
-}
-
-// waitProcs waits until n processes carry marker (the command is running).
-func waitProcs(t *testing.T, marker string, n int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		procs, err := acptest.ProcsWithMarker(marker)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(procs) >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d processes with the marker, want %d", len(procs), n)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -271,7 +252,7 @@ func TestStdinEOFKillsRunningCommand(t *testing.T) {
 	go func() {
 		_ = d.Call(context.Background(), "session/prompt", promptParams(sid, "!export M="+marker+"; trap '' TERM; sleep 600 & wait"), nil)
 	}()
-	waitProcs(t, marker, 2)
+	waitMarkedProcs(t, marker, 2)
 	start := time.Now()
 	if err := d.CloseStdin(); err != nil {
 		t.Fatal(err)

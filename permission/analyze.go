@@ -337,22 +337,7 @@ func heredocBody(r *syntax.Redirect) word {
 
 // unescapeHeredoc removes the backslashes an unquoted here-document gives
 // meaning to.
-func unescapeHeredoc(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			switch s[i+1] {
-			case '$', '`', '\\':
-				i++
-			case '\n':
-				i++
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+func unescapeHeredoc(s string) string { return unescapeBefore(s, "$`\\") }
 
 // harmlessSink reports whether writing to the path touches no file.
 func harmlessSink(p string) bool {

@@ -167,13 +167,19 @@ func unescapeDouble(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}
+	return unescapeBefore(s, "$`\"\\")
+}
+
+// unescapeBefore removes each backslash that precedes one of special, and
+// each backslash-newline pair (a line continuation).
+func unescapeBefore(s, special string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		if s[i] == '\\' && i+1 < len(s) {
-			switch s[i+1] {
-			case '$', '`', '"', '\\':
+			switch {
+			case strings.IndexByte(special, s[i+1]) >= 0:
 				i++
-			case '\n':
+			case s[i+1] == '\n':
 				i++
 				continue
 			}
