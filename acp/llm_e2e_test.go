@@ -889,7 +889,7 @@ func TestE2EModelCancelWhileToolRuns(t *testing.T) {
 	f := newLLMFixture(t, srv, llmOptions{})
 	reply := f.startTurn("wait")
 	f.waitKind("tool_call")
-	waitProcs(t, marker, 2)
+	waitMarkedProcs(t, marker, 2)
 	if got := f.cancelAndWait(reply); got != "cancelled" {
 		t.Fatalf("stopReason %q", got)
 	}
@@ -993,7 +993,7 @@ func TestE2EModelStdinEOF(t *testing.T) {
 				f.waitKind(tt.wait)
 			}
 			if tt.procs > 0 {
-				waitProcs(t, marker, tt.procs)
+				waitMarkedProcs(t, marker, tt.procs)
 			}
 			start := time.Now()
 			if err := f.CloseStdin(); err != nil {
