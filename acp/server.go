@@ -157,7 +157,7 @@ func (s *Server) shutdown() error {
 	// command's result, the turn end) before the journals close.
 	waitBounded(ctx, &s.running)
 	for _, ss := range sessions {
-		ss.close()
+		ss.close(ctx)
 	}
 	return err
 }
@@ -263,7 +263,7 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (resp 
 	}
 	ss := s.newSession(id, filepath.Clean(p.Cwd), j)
 	if err := s.register(ss); err != nil {
-		ss.close()
+		ss.close(ctx)
 		return resp, err
 	}
 	s.log.Info("session/new", zap.String("session", id))
@@ -330,6 +330,12 @@ func (s *Server) Prompt(_ context.Context, p sdk.PromptRequest) (resp sdk.Prompt
 		return resp, err
 	}
 	defer s.running.Done()
+	if !ss.beginTurn() {
+		_, release := s.turns.claim(ss.id)
+		release()
+		return resp, invalidParams("session %s is closed", ss.id)
+	}
+	defer ss.endTurn()
 	ctx, release := s.turns.claim(ss.id)
 	defer release()
 	start := time.Now()
@@ -355,7 +361,7 @@ func (s *Server) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (r
 	kctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()
 	s.cfg.Executor.KillOwned(kctx, ss.id)
-	ss.close()
+	ss.close(kctx)
 	s.log.Info("session/close", zap.String("session", ss.id))
 	return resp, nil
 }

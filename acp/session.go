@@ -26,8 +26,25 @@ type session struct {
 	perms   *permissions
 	log     *zap.Logger
 
+	mu      sync.Mutex
+	closed  bool
+	running sync.WaitGroup // this session's turns in flight
+
 	closeOnce sync.Once
 }
+
+// beginTurn counts a turn of this session; false once the session closed.
+func (ss *session) beginTurn() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.closed {
+		return false
+	}
+	ss.running.Add(1)
+	return true
+}
+
+func (ss *session) endTurn() { ss.running.Done() }
 
 // journalSink records the events worth keeping; streaming-only events
 // (deltas, live output) are left out: AssistantMessage and ToolResult carry
@@ -95,7 +112,14 @@ func (ss *session) prompt(ctx context.Context, blocks []sdk.ContentBlock) agent.
 	return reason
 }
 
-func (ss *session) close() {
+// close refuses new turns, waits (until ctx ends) for the running one to
+// record its last events — its turns must already be cancelled — and
+// closes the journal.
+func (ss *session) close(ctx context.Context) {
+	ss.mu.Lock()
+	ss.closed = true
+	ss.mu.Unlock()
+	waitBounded(ctx, &ss.running)
 	ss.closeOnce.Do(func() {
 		if err := ss.journal.Close(); err != nil {
 			ss.log.Error("journal close failed", zap.String("session", ss.id), zap.Error(err))
@@ -197,7 +221,7 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	ss.present.replaying = false
 	ss.agent.Restore(r.events)
 	if err := s.register(ss); err != nil {
-		ss.close()
+		ss.close(context.Background())
 		return nil, err
 	}
 	s.log.Info("session reopened", zap.String("session", id), zap.Bool("replayed", replayToClient), zap.Int("events", len(r.events)))

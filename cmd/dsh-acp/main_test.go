@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
 )
@@ -101,5 +105,67 @@ func TestConfigFlagsAndEnvironment(t *testing.T) {
 		if _, err := parseConfig("dsh-acp", bad, lookup, &usage); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while a process writes it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitOutput polls until out contains want.
+func waitOutput(t *testing.T, out *lockedBuffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("output never showed %q:\n%s", want, out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Ctrl-C cancels the running turn (the command's card ends failed), and
+// the chat still exits 0 at the end of its input; a second Ctrl-C exits.
+func TestChatCtrlCCancelsTheTurn(t *testing.T) {
+	bin := acptest.BuildBinary(t)
+	cmd := exec.Command(bin, "chat")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "DSH_STATE_DIR="+t.TempDir(), "DSH_API_KEY=", "DEEPSEEK_API_KEY=", "NO_COLOR=1")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	io.WriteString(in, "!sleep 600\n")
+	waitOutput(t, &out, "┌ sleep 600")
+	cmd.Process.Signal(syscall.SIGINT)
+	waitOutput(t, &out, "[cancelled]")
+	if !strings.Contains(out.String(), "└ ✗ failed") { // an abort has no process exit to show
+		t.Errorf("the cancelled card has no failed pill:\n%s", out.String())
+	}
+	io.WriteString(in, "!echo after\n")
+	waitOutput(t, &out, "│ after")
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("chat exit: %v\n%s", err, out.String())
 	}
 }
