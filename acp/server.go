@@ -8,14 +8,12 @@ package acp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
@@ -432,14 +430,3 @@ func (s *Server) deliverNotice(owner, text string) bool {
 	return true
 }
 
-// isDirect reports whether a prompt is a `!` command and returns it.
-func isDirect(text string) (string, bool) {
-	t := strings.TrimLeft(text, " \t\r\n")
-	if !strings.HasPrefix(t, "!") {
-		return "", false
-	}
-	cmd := strings.TrimSpace(t[1:])
-	return cmd, cmd != ""
-}
-
-var errSessionOpen = errors.New("session is already open")

@@ -127,6 +127,17 @@ func (ss *session) close(ctx context.Context) {
 	})
 }
 
+// isDirect reports whether a prompt is a `!` command and returns it.
+func isDirect(text string) (string, bool) {
+	t := strings.TrimLeft(text, " \t\r\n")
+	if !strings.HasPrefix(t, "!") {
+		return "", false
+	}
+	cmd := strings.TrimSpace(t[1:])
+	return cmd, cmd != ""
+}
+
+// firstText is the first block's text, when it is a text block.
 func firstText(pb []agent.PromptBlock) string {
 	if len(pb) == 0 || pb[0].Type != "text" {
 		return ""
