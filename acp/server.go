@@ -429,4 +429,3 @@ func (s *Server) deliverNotice(owner, text string) bool {
 	ss.agent.QueueNotice(text)
 	return true
 }
-
