@@ -1,11 +1,15 @@
 package acp_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -263,5 +267,61 @@ func TestStdinEOFKillsRunningCommand(t *testing.T) {
 	t.Logf("exited %v after EOF (TERM ignored: grace then KILL)", time.Since(start))
 	if left, err := acptest.ProcsWithMarker(marker); err != nil || len(left) > 0 {
 		t.Fatalf("survivors after exit: %+v %v", left, err)
+	}
+}
+
+// SIGTERM ends the daemon the way stdin EOF does: commands killed, exit 0.
+func TestSIGTERMKillsRunningCommand(t *testing.T) {
+	d := startDaemon(t, acptest.ZedCapabilities(), nil)
+	sid := d.newSession(t.TempDir())
+	marker := acptest.NewMarker()
+	go func() {
+		_ = d.Call(context.Background(), "session/prompt", promptParams(sid, "!export M="+marker+"; sleep 600"), nil)
+	}()
+	waitMarkedProcs(t, marker, 1)
+	if err := syscall.Kill(d.Pid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Wait(ctxT(t)); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
+	}
+	if left, err := acptest.WaitNoProcsWithMarker(ctxT(t), marker); err != nil {
+		t.Fatalf("survivors %+v: %v", left, err)
+	}
+}
+
+// A client that stops reading (stdout closed: EPIPE) ends the daemon too,
+// instead of SIGPIPE killing it mid-cleanup.
+func TestBrokenStdoutEndsTheDaemon(t *testing.T) {
+	bin := acptest.BuildBinary(t)
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "DSH_STATE_DIR="+t.TempDir(), "DSH_API_KEY=", "DEEPSEEK_API_KEY=")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	fmt.Fprintf(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`+"\n")
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	out.Close() // the client goes away without closing our stdin
+	fmt.Fprintf(in, `{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":%q,"mcpServers":[]}}`+"\n", t.TempDir())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v (want 0, not a SIGPIPE death)", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("daemon still running after its stdout broke")
 	}
 }
