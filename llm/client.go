@@ -24,6 +24,8 @@ const (
 	DefaultModel        = "deepseek-chat"
 	DefaultMaxRetries   = 3
 	DefaultMaxRetryWait = time.Minute
+	// DefaultIdleTimeout is how long a silent provider is waited for.
+	DefaultIdleTimeout = 2 * time.Minute
 )
 
 // emptyMessagesLimit is how many non-data lines (SSE comments such as
@@ -57,6 +59,11 @@ type Config struct {
 	// Sleep waits d or until ctx is done; nil uses a timer. Tests record the
 	// delays through it.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// IdleTimeout aborts a request when the provider sends nothing (no
+	// headers, no bytes — keep-alive comments count) for this long: a
+	// retryable connection failure before any output, a clear error after.
+	// 0 means DefaultIdleTimeout; negative means unbounded.
+	IdleTimeout time.Duration
 	// Logger receives retry and failure logs (never the key or content).
 	Logger *zap.Logger
 }
@@ -116,7 +123,11 @@ func New(cfg Config) *Client {
 	if oc.BaseURL == "" {
 		oc.BaseURL = DefaultBaseURL
 	}
-	oc.HTTPClient = statusDoer{client: hc, now: time.Now}
+	idle := cfg.IdleTimeout
+	if idle == 0 {
+		idle = DefaultIdleTimeout
+	}
+	oc.HTTPClient = statusDoer{client: hc, now: time.Now, idle: max(idle, 0)}
 	oc.EmptyMessagesLimit = emptyMessagesLimit
 	c.api = openai.NewClientWithConfig(oc)
 	return c

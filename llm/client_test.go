@@ -361,3 +361,49 @@ func TestConnectionRefusedIsClassified(t *testing.T) {
 		t.Errorf("sleeps = %v, want one retry", sl.got())
 	}
 }
+
+// idleClient aborts a request after idle of silence.
+func idleClient(srv *llmtest.Server, idle time.Duration, retries int) *llm.Client {
+	return llm.New(llm.Config{BaseURL: srv.URL(), APIKey: testKey, Model: "test-model", MaxRetries: retries,
+		IdleTimeout: idle, Backoff: func(int) time.Duration { return time.Millisecond }, Sleep: (&sleeps{}).sleep})
+}
+
+// A provider that goes silent mid-answer ends the stream with a clear
+// connection error instead of hanging the turn; the partial text is kept.
+func TestStreamIdleAfterOutputEnds(t *testing.T) {
+	srv := llmtest.New(t, llmtest.Response{Chunks: []llmtest.Chunk{llmtest.Say("partial")}, Stall: true})
+	start := time.Now()
+	resp, err := idleClient(srv, 150*time.Millisecond, 2).Stream(t.Context(), simpleRequest(), nil)
+	if !errors.Is(err, llm.ErrConnection) || !strings.Contains(err.Error(), "sent nothing for 150ms") {
+		t.Fatalf("err = %v, want a connection error naming the silence", err)
+	}
+	if resp.Text != "partial" || len(srv.Requests()) != 1 {
+		t.Errorf("text %q after %d requests (no retry once output streamed)", resp.Text, len(srv.Requests()))
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %v", took)
+	}
+}
+
+// Silence before any output is retried like a dropped connection.
+func TestStreamIdleBeforeOutputRetries(t *testing.T) {
+	srv := llmtest.New(t, llmtest.Response{Stall: true}, llmtest.Reply("second try"))
+	resp, err := idleClient(srv, 100*time.Millisecond, 2).Stream(t.Context(), simpleRequest(), nil)
+	if err != nil || resp.Text != "second try" || len(srv.Requests()) != 2 {
+		t.Fatalf("err %v text %q requests %d", err, resp.Text, len(srv.Requests()))
+	}
+}
+
+// Keep-alive comments count as life: a slow but talking provider is fine.
+func TestStreamKeepAlivesResetTheIdleTimer(t *testing.T) {
+	var chunks []llmtest.Chunk
+	for range 6 {
+		chunks = append(chunks, llmtest.Chunk{Raw: ": keep-alive\n\n", Delay: 60 * time.Millisecond})
+	}
+	chunks = append(chunks, llmtest.Say("late"), llmtest.Finish("stop"))
+	srv := llmtest.New(t, llmtest.Stream(chunks...))
+	resp, err := idleClient(srv, 200*time.Millisecond, -1).Stream(t.Context(), simpleRequest(), nil)
+	if err != nil || resp.Text != "late" {
+		t.Fatalf("err %v text %q", err, resp.Text)
+	}
+}

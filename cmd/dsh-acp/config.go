@@ -30,6 +30,7 @@ type config struct {
 	CardOutputLimit int
 	MaxLine         int
 	MaxTurnRequests int
+	ModelIdle       time.Duration
 	HistoryBudget   int
 	AllowEnv        []string
 	Mode            permission.Mode
@@ -80,6 +81,7 @@ func parseConfig(name string, args []string, env envLookup, usage io.Writer) (co
 	fs.IntVar(&c.CardOutputLimit, "card-output-limit", 2<<20, "bytes of output streamed to one terminal card")
 	fs.IntVar(&c.MaxLine, "max-line", ingress.DefaultMaxLine, "longest JSON-RPC line accepted on stdin, in bytes (at most the ACP SDK's hard limit, 10 MiB)")
 	fs.IntVar(&c.MaxTurnRequests, "max-turn-requests", 50, "model requests allowed in one turn")
+	fs.DurationVar(&c.ModelIdle, "model-idle-timeout", 2*time.Minute, "abort a model request after this long without a byte from the provider (keep-alives count)")
 	fs.IntVar(&c.HistoryBudget, "history-budget", 400000, "characters of history sent to the model before old tool output is elided")
 	mode := fs.String("mode", envOr(env, "DSH_MODE", "ask"), "permission mode of new sessions: ask, auto or read-only (env DSH_MODE)")
 	var allow stringList
@@ -120,6 +122,9 @@ func (c config) validate() error {
 	}
 	if c.MaxLine < 1<<16 || c.MaxLine > ingress.SDKMaxLine {
 		errs = append(errs, fmt.Errorf("--max-line must be between 65536 and %d", ingress.SDKMaxLine))
+	}
+	if c.ModelIdle <= 0 {
+		errs = append(errs, errors.New("--model-idle-timeout must be positive"))
 	}
 	if c.MaxTurnRequests < 1 {
 		errs = append(errs, errors.New("--max-turn-requests must be at least 1"))

@@ -108,7 +108,7 @@ func serve(cfg config) error {
 	})
 	var model agent.ModelClient
 	if cfg.APIKey != "" {
-		model = llm.New(llm.Config{BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, Model: cfg.Model})
+		model = llm.New(llm.Config{BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, Model: cfg.Model, IdleTimeout: cfg.ModelIdle, Logger: log})
 	}
 	log.Info("serving", zap.String("version", version), zap.Bool("model", model != nil), zap.String("stateDir", cfg.StateDir))
 	return acp.Serve(ctx, os.Stdin, os.Stdout, acp.Config{

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // Response is one scripted answer.
@@ -36,6 +37,8 @@ type Chunk struct {
 	// Raw, when set, is written verbatim instead of an event, e.g. a
 	// ": keep-alive\n\n" comment or a malformed "data: {oops\n\n".
 	Raw string
+	// Delay is waited before the chunk is written (a slow provider).
+	Delay time.Duration
 }
 
 // CallDelta is one fragment of a tool call. The first fragment of a call
@@ -149,6 +152,13 @@ func (r Response) serve(w http.ResponseWriter, req *http.Request, model string) 
 	}
 	_, _ = fmt.Fprintf(w, "data: %s\n\n", event(model, map[string]any{"role": "assistant", "content": ""}, ""))
 	for _, c := range r.Chunks {
+		if c.Delay > 0 {
+			select {
+			case <-time.After(c.Delay):
+			case <-req.Context().Done():
+				return
+			}
+		}
 		if c.Raw != "" {
 			_, _ = w.Write([]byte(c.Raw))
 		} else {
