@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -392,6 +393,9 @@ func (a *Agent) cleanup() {
 	a.mu.Unlock()
 	for _, v := range violations {
 		t.Errorf("acptest: agent protocol violation: %s", v)
+	}
+	if strings.Contains(a.Stderr(), "WARNING: DATA RACE") {
+		t.Errorf("acptest: the race detector reported a data race in the agent")
 	}
 	if t.Failed() {
 		t.Logf("acptest: agent exit: %v; stderr:\n%s", a.waitErr, a.Stderr())
