@@ -103,13 +103,19 @@ func run(runs int, captureBytes int64, replayCalls int) error {
 
 // buildAgent compiles ./cmd/dsh-acp once, as a user would run it.
 func buildAgent(work string) (string, error) {
-	bin := filepath.Join(work, "dsh-acp")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/dsh-acp")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
+	bin, err := buildPackage(work, "dsh-acp", "./cmd/dsh-acp")
+	if err != nil {
 		return "", fmt.Errorf("build dsh-acp (run from the repository root): %w", err)
 	}
 	return bin, nil
+}
+
+// buildPackage compiles a main package of this module into work/name.
+func buildPackage(work, name, pkg string) (string, error) {
+	bin := filepath.Join(work, name)
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	return bin, cmd.Run()
 }
 
 // benchEnv gives the agent a private state directory and no model.

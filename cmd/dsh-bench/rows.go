@@ -57,18 +57,22 @@ func startupRows(work, bin string, env []string, runs int) ([]row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build the minimal agent: %w", err)
 	}
-	var subject, base, rss samples
+	floor, err := buildPackage(work, "floor", "./cmd/dsh-bench/floor")
+	if err != nil {
+		return nil, fmt.Errorf("build the floor agent: %w", err)
+	}
+	var subject, base, floors, rss samples
 	for i := 0; i < runs; i++ {
-		d, err := timeInitialize(minimal, env, "")
-		if err != nil {
-			return nil, fmt.Errorf("minimal agent: %w", err)
+		for _, m := range []struct {
+			bin  string
+			into *samples
+		}{{minimal, &base}, {floor, &floors}, {bin, &subject}} {
+			d, err := timeInitialize(m.bin, env)
+			if err != nil {
+				return nil, fmt.Errorf("start-up of %s: %w", filepath.Base(m.bin), err)
+			}
+			*m.into = append(*m.into, ms(d))
 		}
-		base = append(base, ms(d))
-		d, err = timeInitialize(bin, env, work)
-		if err != nil {
-			return nil, fmt.Errorf("dsh-acp start-up: %w", err)
-		}
-		subject = append(subject, ms(d))
 	}
 	for i := 0; i < max(3, runs/3); i++ {
 		r, err := sessionRSS(bin, env, work)
@@ -81,14 +85,15 @@ func startupRows(work, bin string, env []string, runs int) ([]row, error) {
 	return []row{
 		{name: "start-up (spawn → initialize reply)", subject: subject, baseline: base, unit: "ms",
 			ratio: ratio, target: "≤ 2×", ok: ratio <= 2},
+		{name: "  reference: minimal agent + dsh-acp's libraries", subject: floors, baseline: base, unit: "ms",
+			ratio: floors.median() / base.median(), target: "(floor)", ok: true},
 		{name: "peak RSS after initialize + session/new", subject: rss, unit: "MiB",
 			target: "≤ 20 MB", ok: rss.median() <= 20e6/(1<<20)},
 	}, nil
 }
 
-// timeInitialize measures spawn → initialize reply; with cwd set it also
-// opens a session first? No: just the handshake, then a clean exit.
-func timeInitialize(bin string, env []string, _ string) (time.Duration, error) {
+// timeInitialize measures spawn → initialize reply, then lets the agent exit.
+func timeInitialize(bin string, env []string) (time.Duration, error) {
 	start := time.Now()
 	a, err := spawn(bin, env)
 	if err != nil {

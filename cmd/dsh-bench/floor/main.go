@@ -1,0 +1,23 @@
+// Command floor is a start-up reference for dsh-bench: the minimal agent
+// (answer one line) linked with the libraries dsh-acp uses, so their
+// package initialisation and binary size count, and nothing else.
+package main
+
+import (
+	"bufio"
+	"os"
+
+	_ "github.com/coder/acp-go-sdk"
+	_ "github.com/sashabaranov/go-openai"
+	_ "go.uber.org/zap"
+	_ "mvdan.cc/sh/v3/syntax"
+)
+
+func main() {
+	r := bufio.NewReader(os.Stdin)
+	if _, err := r.ReadBytes('\n'); err != nil {
+		return
+	}
+	os.Stdout.WriteString("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":1}}\n")
+	r.ReadBytes('\n')
+}
