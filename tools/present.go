@@ -175,7 +175,12 @@ func rawValue(args json.RawMessage) any {
 	if len(trimmed) == 0 {
 		return nil
 	}
-	if json.Valid(trimmed) {
+	// Valid JSON passes through as is — unless a client could not decode
+	// it either (a number beyond float64, like 1E1000, fails every
+	// JSON-to-double parser, and would fail the whole update): then it is
+	// shown as text.
+	var v any
+	if json.Unmarshal(trimmed, &v) == nil {
 		var buf bytes.Buffer
 		if json.Compact(&buf, trimmed) == nil {
 			return json.RawMessage(buf.Bytes())
