@@ -192,7 +192,7 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 		return nil, invalidParams("cannot open session %s: %v", id, err)
 	}
 	r := &reopening{server: s, id: id, cwd: filepath.Clean(cwd), journal: j, draw: replayToClient, state: map[string]json.RawMessage{}}
-	defer r.stopDrawing()
+	defer r.finish()
 	settler := replay.NewSettler(r.event)
 	warnings, err := s.cfg.Store.Stream(id, func(rec replay.Record) error {
 		switch {
@@ -219,7 +219,7 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 		s.log.Warn("journal", zap.String("session", id), zap.String("warning", w))
 	}
 	ss := r.session()
-	r.stopDrawing()
+	r.finish()
 	ss.present.cwd = ss.cwd
 	ss.perms.restore(r.state)
 	if gone := settler.RunningTasks(); len(gone) > 0 {
@@ -230,18 +230,18 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 		defer ss.agent.QueueNotice(note)
 	}
 	ss.present.replaying = false
-	ss.agent.Restore(r.events)
 	if err := s.register(ss); err != nil {
 		ss.close(context.Background())
 		return nil, err
 	}
-	s.log.Info("session reopened", zap.String("session", id), zap.Bool("replayed", replayToClient), zap.Int("events", len(r.events)))
+	s.log.Info("session reopened", zap.String("session", id), zap.Bool("replayed", replayToClient), zap.Int("events", r.events))
 	return ss, nil
 }
 
 // reopening is a session being rebuilt from its journal. For session/load
-// the events are drawn on a second goroutine while the journal is still
-// being decoded, so replay costs about max(decode, draw), not their sum.
+// the events are drawn — and folded into the model's history — on a second
+// goroutine while the journal is still being decoded, so replay costs about
+// max(decode, draw), not their sum.
 type reopening struct {
 	server  *Server
 	id, cwd string // cwd: where the session runs from now on
@@ -251,7 +251,8 @@ type reopening struct {
 	journal     *replay.Journal
 	draw        bool
 	ss          *session
-	events      []agent.Event
+	restore     *agent.Restorer // holds the session until finish
+	events      int
 	state       map[string]json.RawMessage // latest journaled value per key
 
 	drawQ    chan agent.Event
@@ -263,6 +264,7 @@ type reopening struct {
 func (r *reopening) session() *session {
 	if r.ss == nil {
 		r.ss = r.server.newSession(r.id, r.cwd, r.journal)
+		r.restore = r.ss.agent.BeginRestore()
 		r.ss.present.replaying = true
 		if r.recordedCwd != "" {
 			r.ss.present.cwd = r.recordedCwd
@@ -278,17 +280,19 @@ func (r *reopening) session() *session {
 	return r.ss
 }
 
-// drawer presents queued events in order.
+// drawer presents queued events in order and folds them into the history.
 func (r *reopening) drawer(p *presenter) {
 	defer close(r.drawDone)
 	for ev := range r.drawQ {
 		p.Emit(ev)
+		r.restore.Apply(ev)
 	}
 }
 
-// stopDrawing waits until every queued event was drawn and written, then
-// sends the session's updates straight out again. Idempotent.
-func (r *reopening) stopDrawing() {
+// finish waits until every queued event was drawn and written, sends the
+// session's updates straight out again and releases the rebuilt history
+// to the session. Idempotent.
+func (r *reopening) finish() {
 	if r.drawQ != nil {
 		close(r.drawQ)
 		<-r.drawDone
@@ -298,15 +302,21 @@ func (r *reopening) stopDrawing() {
 		}
 		r.ss.present.send = r.server.updates
 	}
+	if r.restore != nil {
+		r.restore.Done()
+		r.restore = nil
+	}
 }
 
-// event receives each settled event: it is kept for the history and, for
-// session/load, queued for drawing.
+// event receives each settled event: queued for drawing (session/load),
+// or folded into the history at once (session/resume).
 func (r *reopening) event(ev agent.Event) error {
 	r.session()
-	r.events = append(r.events, ev)
+	r.events++
 	if r.drawQ != nil {
 		r.drawQ <- ev
+	} else {
+		r.restore.Apply(ev)
 	}
 	return nil
 }

@@ -179,18 +179,44 @@ func (s *Session) record(ev Event) {
 // result; Restore returns those results, in order, for the caller to present
 // and journal. It waits for a running turn to end.
 func (s *Session) Restore(events []Event) []ToolResult {
-	s.turn <- struct{}{}
-	defer s.release()
-	s.hist = newHistory()
-	var made []ToolResult
+	r := s.BeginRestore()
 	for _, ev := range events {
-		switch ev.(type) {
-		case UserPrompt, AssistantMessage, TurnEnd:
-			made = append(made, s.hist.closeDangling()...)
-		}
-		s.hist.apply(ev)
+		r.Apply(ev)
 	}
-	return append(made, s.hist.closeDangling()...)
+	return r.Done()
+}
+
+// Restorer rebuilds a session's history one event at a time, so a caller
+// streaming a journal need not hold it all. While it is open the session
+// runs no turn.
+type Restorer struct {
+	s    *Session
+	made []ToolResult
+}
+
+// BeginRestore waits for a running turn to end, empties the history and
+// holds the session until Done.
+func (s *Session) BeginRestore() *Restorer {
+	s.turn <- struct{}{}
+	s.hist = newHistory()
+	return &Restorer{s: s}
+}
+
+// Apply folds one recorded event into the history (see Restore).
+func (r *Restorer) Apply(ev Event) {
+	switch ev.(type) {
+	case UserPrompt, AssistantMessage, TurnEnd:
+		r.made = append(r.made, r.s.hist.closeDangling()...)
+	}
+	r.s.hist.apply(ev)
+}
+
+// Done answers calls left without a result, releases the session and
+// returns the results it made. Call it once.
+func (r *Restorer) Done() []ToolResult {
+	made := append(r.made, r.s.hist.closeDangling()...)
+	r.s.release()
+	return made
 }
 
 // systemPrompt is the base prompt plus the tools' section.
