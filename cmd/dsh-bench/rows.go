@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/replay"
@@ -314,11 +313,11 @@ func timeShutdown(bin string, env []string, cwd string, busy bool) (time.Duratio
 // waitCardOpen reads until the first tool_call update of the prompt id.
 func (a *agentProc) waitCardOpen(id int) error {
 	for {
-		line, err := a.out.ReadBytes('\n')
+		line, err := a.readLine()
 		if err != nil {
 			return err
 		}
-		if strings.Contains(string(line), `"sessionUpdate":"tool_call"`) {
+		if bytes.Contains(line, []byte(`"sessionUpdate":"tool_call"`)) {
 			return nil
 		}
 	}

@@ -66,7 +66,7 @@ func (a *agentProc) send(method string, params any) (int, error) {
 func (a *agentProc) until(id int, onNote func(line []byte)) (message, error) {
 	want := strconv.Itoa(id)
 	for {
-		line, err := a.out.ReadBytes('\n')
+		line, err := a.readLine()
 		if err != nil {
 			return message{}, fmt.Errorf("reading agent: %w", err)
 		}
@@ -87,6 +87,21 @@ func (a *agentProc) until(id int, onNote func(line []byte)) (message, error) {
 			return m, nil
 		}
 	}
+}
+
+// readLine returns the next line, valid until the next read; it copies only
+// lines longer than the reader's buffer, so the client stays cheap.
+func (a *agentProc) readLine() ([]byte, error) {
+	line, err := a.out.ReadSlice('\n')
+	if err != bufio.ErrBufferFull {
+		return line, err
+	}
+	long := append([]byte(nil), line...)
+	for err == bufio.ErrBufferFull {
+		line, err = a.out.ReadSlice('\n')
+		long = append(long, line...)
+	}
+	return long, err
 }
 
 // call sends a request and waits for its reply.
