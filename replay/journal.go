@@ -32,6 +32,9 @@ type Journal struct {
 	// turn boundaries never sits on the response path.
 	syncReq  chan struct{}
 	syncDone chan struct{}
+	// dirSync, when set, makes the new file's directory entry durable too;
+	// the syncer runs it once, before its first file sync.
+	dirSync func() error
 }
 
 func newJournal(id string, f *os.File, size int64, seq uint64, now func() time.Time) *Journal {
@@ -46,12 +49,27 @@ func newJournal(id string, f *os.File, size int64, seq uint64, now func() time.T
 func (j *Journal) syncer() {
 	defer close(j.syncDone)
 	for range j.syncReq {
-		if err := j.f.Sync(); err != nil {
+		if err := j.syncOnce(); err != nil {
 			j.mu.Lock()
 			j.syncErr = fmt.Errorf("sync journal %s: %w", j.id, err)
 			j.mu.Unlock()
 		}
 	}
+}
+
+// syncOnce makes the file (and, the first time, its directory entry)
+// durable. Only the syncer goroutine calls it.
+func (j *Journal) syncOnce() error {
+	j.mu.Lock()
+	dirSync := j.dirSync
+	j.dirSync = nil
+	j.mu.Unlock()
+	if dirSync != nil {
+		if err := dirSync(); err != nil {
+			return err
+		}
+	}
+	return j.f.Sync()
 }
 
 // ID is the session id.

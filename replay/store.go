@@ -106,8 +106,10 @@ func (s *Store) Path(id string) (string, error) {
 func (s *Store) Close() error { return s.root.Close() }
 
 // Create starts the journal of a new session: it creates the file (0600,
-// failing with an error wrapping fs.ErrExist when it exists), locks it,
-// writes the session header and fsyncs the file and the directory.
+// failing with an error wrapping fs.ErrExist when it exists), locks it and
+// writes the session header. The fsync of the file and of the directory runs
+// in the journal's background syncer, off the session/new response path; a
+// failure of it is returned by the next Append or Close.
 func (s *Store) Create(id, cwd, daemonVersion string) (*Journal, error) {
 	if err := ValidID(id); err != nil {
 		return nil, err
@@ -124,14 +126,13 @@ func (s *Store) Create(id, cwd, daemonVersion string) (*Journal, error) {
 	}
 	now := s.now().UTC()
 	h := wireRecord{T: now, Type: typeSession, ID: id, Cwd: cwd, Created: now, DaemonVersion: daemonVersion}
+	j.mu.Lock()
+	j.dirSync = s.syncDir
+	j.mu.Unlock()
 	if err := j.write(&h, true); err != nil {
 		j.Close()
 		s.root.Remove(name)
 		return nil, err
-	}
-	if err := s.syncDir(); err != nil {
-		j.Close()
-		return nil, fmt.Errorf("create journal %s: %w", id, err)
 	}
 	return j, nil
 }
