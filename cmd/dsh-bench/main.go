@@ -8,6 +8,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,14 +73,24 @@ func (s samples) String() string {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func run(runs int, captureBytes int64, replayCalls int) error {
-	work, err := os.MkdirTemp("", "dsh-bench-")
+	rows, err := measure(runs, captureBytes, replayCalls)
 	if err != nil {
 		return err
+	}
+	printTable(os.Stdout, rows, runs)
+	return nil
+}
+
+// measure builds the binaries and takes every figure.
+func measure(runs int, captureBytes int64, replayCalls int) ([]row, error) {
+	work, err := os.MkdirTemp("", "dsh-bench-")
+	if err != nil {
+		return nil, err
 	}
 	defer os.RemoveAll(work)
 	bin, err := buildAgent(work)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	env := benchEnv(work)
 	var rows []row
@@ -93,12 +104,11 @@ func run(runs int, captureBytes int64, replayCalls int) error {
 	for _, step := range steps {
 		r, err := step()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rows = append(rows, r...)
 	}
-	printTable(os.Stdout, rows, runs)
-	return nil
+	return rows, nil
 }
 
 // buildAgent compiles ./cmd/dsh-acp once, as a user would run it.
@@ -130,7 +140,7 @@ func benchEnv(work string) []string {
 	return append(env, "DSH_STATE_DIR="+filepath.Join(work, "state"), "DSH_LOG_LEVEL=error")
 }
 
-func printTable(w *os.File, rows []row, runs int) {
+func printTable(w io.Writer, rows []row, runs int) {
 	fmt.Fprintf(w, "dsh-acp benchmark (%d runs per figure; min / median / max)\n\n", runs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "figure\tdsh-acp\tbaseline\tunit\tratio\ttarget\t")
