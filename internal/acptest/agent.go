@@ -45,7 +45,7 @@ type Agent struct {
 	conn  *jsonrpc2.Conn
 	stdin *stdinWriter
 
-	stderr      lockedBuffer
+	stderr      LockedBuffer
 	stdoutEOF   chan struct{} // closed when the agent's stdout reached EOF
 	exited      chan struct{}
 	waitErr     error // set before exited is closed
@@ -444,20 +444,20 @@ func (c *clientRWC) Close() error {
 	return c.w.Close()
 }
 
-// lockedBuffer is a bytes.Buffer safe for the writer goroutine os/exec runs
-// and readers in the test.
-type lockedBuffer struct {
+// LockedBuffer is a bytes.Buffer safe for the writer goroutine os/exec runs
+// and readers in the test (a child's stdout or stderr read while it runs).
+type LockedBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
+func (b *LockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *lockedBuffer) String() string {
+func (b *LockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
