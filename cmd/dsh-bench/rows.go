@@ -13,46 +13,10 @@ import (
 	"github.com/dsh-acp/dsh-acp/replay"
 )
 
-// minimalAgent answers one JSON-RPC line: the start-up baseline.
-const minimalAgent = `package main
-
-import (
-	"bufio"
-	"os"
-)
-
-func main() {
-	r := bufio.NewReader(os.Stdin)
-	if _, err := r.ReadBytes('\n'); err != nil {
-		return
-	}
-	os.Stdout.WriteString("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":1}}\n")
-	r.ReadBytes('\n')
-}
-`
-
-func buildMinimal(work string) (string, error) {
-	dir := filepath.Join(work, "minimal")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(minimalAgent), 0o644); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module minimal\n\ngo 1.22\n"), 0o644); err != nil {
-		return "", err
-	}
-	bin := filepath.Join(work, "minimal-agent")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = dir
-	cmd.Stderr = os.Stderr
-	return bin, cmd.Run()
-}
-
 // startupRows: spawn → initialize reply, against a minimal Go binary; and
 // peak RSS after initialize + session/new.
 func startupRows(work, bin string, env []string, runs int) ([]row, error) {
-	minimal, err := buildMinimal(work)
+	minimal, err := buildPackage(work, "minimal", "./cmd/dsh-bench/minimal")
 	if err != nil {
 		return nil, fmt.Errorf("build the minimal agent: %w", err)
 	}

@@ -1,6 +1,6 @@
-// Command floor is a start-up reference for dsh-bench: the minimal agent
-// (answer one line) linked with the libraries dsh-acp uses, so their
-// package initialisation and binary size count, and nothing else.
+// Command floor is a start-up reference for dsh-bench: ../minimal linked
+// with the libraries dsh-acp uses, so their package initialisation and
+// binary size count, and nothing else.
 package main
 
 import (
