@@ -140,12 +140,9 @@ func (a *approver) ask(ctx context.Context, call agent.ToolCall, command string,
 	pending := sdk.ToolCallStatusPending
 	p.sendUpdate(sdk.SessionUpdate{ToolCallUpdate: &sdk.SessionToolCallUpdate{ToolCallId: sdk.ToolCallId(call.ID), Status: &pending}})
 
-	tc := presentation.PermissionToolCall(call.ID, intent)
-	tc.Status = &pending
-	tc.Content = presentation.OpenCard(call.ID, intent, a.ss.cwd, p.caps).ToolCall.Content
 	resp, err := a.client.RequestPermission(ctx, sdk.RequestPermissionRequest{
 		SessionId: sdk.SessionId(a.ss.id),
-		ToolCall:  tc,
+		ToolCall:  presentation.PermissionToolCall(call.ID, intent, p.caps),
 		Options:   permissionOptions(v),
 	})
 	outcome := outcomeOf(resp, err, ctx)

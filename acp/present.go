@@ -43,9 +43,14 @@ type presenter struct {
 	// output is sent in one piece.
 	replaying bool
 
-	mu      sync.Mutex
-	streams map[string]*cardStream      // open terminal cards, by tool call id
-	opened  map[string]tools.CallIntent // open cards' intents, by tool call id
+	mu    sync.Mutex
+	cards map[string]openCard // by tool call id, from tool_call to the final update
+}
+
+// openCard is what a card needs between its opening and its final update.
+type openCard struct {
+	intent tools.CallIntent
+	stream *cardStream // live output; nil unless a live terminal card
 }
 
 // flushPolicy bounds how often live output reaches a card.
@@ -79,7 +84,7 @@ func (p *presenter) Emit(ev agent.Event) {
 		p.openCard(e)
 	case agent.ToolOutput:
 		p.mu.Lock()
-		s := p.streams[e.ID]
+		s := p.cards[e.ID].stream
 		p.mu.Unlock()
 		if s != nil {
 			s.append(e.Data)
@@ -90,46 +95,36 @@ func (p *presenter) Emit(ev agent.Event) {
 }
 
 func (p *presenter) openCard(e agent.ToolCall) {
-	intent := p.box.PresentCall(e.Name, e.Args)
+	card := openCard{intent: p.box.PresentCall(e.Name, e.Args)}
+	p.sendUpdate(presentation.OpenCard(e.ID, card.intent, p.cwd, p.caps))
+	if !p.replaying && card.intent.Card == tools.CardTerminal && p.caps.Terminal {
+		card.stream = newCardStream(p.flush, func(data string) {
+			if u, ok := presentation.CardOutput(e.ID, data, p.caps); ok {
+				p.sendUpdate(u)
+			}
+		})
+	}
 	p.mu.Lock()
-	if p.opened == nil {
-		p.opened = map[string]tools.CallIntent{}
+	if p.cards == nil {
+		p.cards = map[string]openCard{}
 	}
-	p.opened[e.ID] = intent
-	p.mu.Unlock()
-	p.sendUpdate(presentation.OpenCard(e.ID, intent, p.cwd, p.caps))
-	if p.replaying || intent.Card != tools.CardTerminal || !p.caps.Terminal {
-		return
-	}
-	s := newCardStream(p.flush, func(data string) {
-		if u, ok := presentation.CardOutput(e.ID, data, p.caps); ok {
-			p.sendUpdate(u)
-		}
-	})
-	p.mu.Lock()
-	if p.streams == nil {
-		p.streams = map[string]*cardStream{}
-	}
-	p.streams[e.ID] = s
+	p.cards[e.ID] = card
 	p.mu.Unlock()
 }
 
 func (p *presenter) closeCard(e agent.ToolResult) {
 	p.mu.Lock()
-	s := p.streams[e.ID]
-	delete(p.streams, e.ID)
-	opened, ok := p.opened[e.ID]
-	delete(p.opened, e.ID)
+	card, ok := p.cards[e.ID]
+	delete(p.cards, e.ID)
 	p.mu.Unlock()
-	streamed := s != nil
-	if s != nil {
-		s.close() // everything streamed goes out before the final update
+	if card.stream != nil {
+		card.stream.close() // everything streamed goes out before the final update
 	}
 	if !ok { // a result whose call was never shown (an old journal)
-		opened = p.box.PresentCall(e.Name, e.Args)
+		card.intent = p.box.PresentCall(e.Name, e.Args)
 	}
 	intent := p.box.PresentResult(e.Name, e.Args, e.Result)
-	for _, u := range presentation.CloseCard(e.ID, opened, intent, p.caps, streamed) {
+	for _, u := range presentation.CloseCard(e.ID, card.intent, intent, p.caps, card.stream != nil) {
 		p.sendUpdate(u)
 	}
 }

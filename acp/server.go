@@ -317,11 +317,12 @@ func (s *Server) session(id sdk.SessionId) (*session, error) {
 // SDK, so a cancel applies to the turn that was in flight when it arrived.
 func (s *Server) Prompt(_ context.Context, p sdk.PromptRequest) (resp sdk.PromptResponse, err error) {
 	defer guarded(s.log, "session/prompt", &err)
+	// Claim the turn the guard enqueued first, so it never lingers, however
+	// this request ends.
+	ctx, release := s.turns.claim(string(p.SessionId))
+	defer release()
 	ss, err := s.session(p.SessionId)
 	if err != nil {
-		// The turn the guard enqueued for it must not linger.
-		_, release := s.turns.claim(string(p.SessionId))
-		release()
 		return resp, err
 	}
 	if err := s.beginTurn(); err != nil {
@@ -329,13 +330,9 @@ func (s *Server) Prompt(_ context.Context, p sdk.PromptRequest) (resp sdk.Prompt
 	}
 	defer s.running.Done()
 	if !ss.beginTurn() {
-		_, release := s.turns.claim(ss.id)
-		release()
 		return resp, invalidParams("session %s is closed", ss.id)
 	}
 	defer ss.endTurn()
-	ctx, release := s.turns.claim(ss.id)
-	defer release()
 	start := time.Now()
 	reason := ss.prompt(ctx, p.Prompt)
 	s.log.Info("session/prompt", zap.String("session", ss.id), zap.String("stopReason", string(reason)), zap.Duration("took", time.Since(start)))

@@ -72,10 +72,9 @@ func OpenCard(callID string, in tools.CallIntent, sessionCwd string, caps Caps) 
 		Kind:       toolKind(in.Kind),
 		Status:     acp.ToolCallStatusInProgress,
 		RawInput:   in.RawInput,
-		Content:    openContent(in),
+		Content:    cardContent(callID, in, caps),
 	}
 	if isTerminal(in, caps) {
-		tc.Content = append(tc.Content, acp.ToolTerminalRef(callID))
 		tc.Meta = map[string]any{metaTerminalInfo: terminalInfo{
 			TerminalID: callID,
 			Cwd:        resolveCwd(in.Cwd, sessionCwd),
@@ -153,12 +152,14 @@ func Replay(callID string, opened tools.CallIntent, res tools.ResultIntent, sess
 }
 
 // PermissionToolCall is the toolCall of a session/request_permission for a
-// call: its title (the exact command), kind and rawInput. It carries no
-// status and no content, so the client's upsert neither resets an open
-// card's status nor drops its terminal.
-func PermissionToolCall(callID string, in tools.CallIntent) acp.ToolCallUpdate {
-	t, k := title(in.Title), toolKind(in.Kind)
-	return acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(callID), Title: &t, Kind: &k, RawInput: in.RawInput}
+// call whose card is open: status pending, the exact command as title, kind,
+// rawInput, and the card's own content (the description and, for a terminal
+// card, the terminal reference), so the client's upsert shows what is being
+// approved without dropping the terminal.
+func PermissionToolCall(callID string, in tools.CallIntent, caps Caps) acp.ToolCallUpdate {
+	t, k, pending := title(in.Title), toolKind(in.Kind), acp.ToolCallStatusPending
+	return acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(callID), Title: &t, Kind: &k, RawInput: in.RawInput,
+		Status: &pending, Content: cardContent(callID, in, caps)}
 }
 
 func outputUpdate(callID, data string) acp.SessionUpdate {
@@ -192,6 +193,16 @@ func isTerminal(in tools.CallIntent, caps Caps) bool {
 
 // openContent is a card's text content as opened: a terminal intent's
 // description, a generic intent's Content.
+// cardContent is an open card's content: its text blocks, then the
+// terminal when the card is one.
+func cardContent(callID string, in tools.CallIntent, caps Caps) []acp.ToolCallContent {
+	content := openContent(in)
+	if isTerminal(in, caps) {
+		content = append(content, acp.ToolTerminalRef(callID))
+	}
+	return content
+}
+
 func openContent(in tools.CallIntent) []acp.ToolCallContent {
 	if in.Card == tools.CardTerminal {
 		if in.Description == "" {

@@ -193,13 +193,20 @@ func TestCloseCardReplacesTitle(t *testing.T) {
 func TestPermissionToolCall(t *testing.T) {
 	in := tools.CallIntent{Card: tools.CardTerminal, Title: "rm -rf build", Kind: "execute", Description: "Clean",
 		RawInput: map[string]any{"command": "rm -rf build"}}
-	b, err := json.Marshal(presentation.PermissionToolCall("c1", in))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"kind":"execute","rawInput":{"command":"rm -rf build"},"title":"rm -rf build","toolCallId":"c1"}`
-	if string(b) != want {
-		t.Errorf("permission tool call %s\nwant %s", b, want)
+	for _, tt := range []struct {
+		caps presentation.Caps
+		want string
+	}{
+		{presentation.Caps{Terminal: true}, `{"content":[{"content":{"text":"Clean","type":"text"},"type":"content"},{"terminalId":"c1","type":"terminal"}],"kind":"execute","rawInput":{"command":"rm -rf build"},"status":"pending","title":"rm -rf build","toolCallId":"c1"}`},
+		{presentation.Caps{}, `{"content":[{"content":{"text":"Clean","type":"text"},"type":"content"}],"kind":"execute","rawInput":{"command":"rm -rf build"},"status":"pending","title":"rm -rf build","toolCallId":"c1"}`},
+	} {
+		b, err := json.Marshal(presentation.PermissionToolCall("c1", in, tt.caps))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != tt.want {
+			t.Errorf("permission tool call %s\nwant %s", b, tt.want)
+		}
 	}
 }
 
