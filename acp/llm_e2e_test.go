@@ -20,7 +20,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
-	"github.com/dsh-acp/dsh-acp/llm/llmtest"
+	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 

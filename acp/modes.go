@@ -6,7 +6,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/zap"
 
-	"github.com/dsh-acp/dsh-acp/permission"
+	"github.com/dsh-acp/dsh-acp/internal/permission"
 )
 
 // modeConfigID is the config option that mirrors the session mode.

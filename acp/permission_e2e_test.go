@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
-	"github.com/dsh-acp/dsh-acp/llm/llmtest"
+	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 )
 
 // permDaemon is a daemon with a scripted model and a recording responder.

@@ -17,9 +17,9 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
-	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
-	"github.com/dsh-acp/dsh-acp/llm/llmtest"
+	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/replay"
 	"github.com/dsh-acp/dsh-acp/tools"
 )

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
-	"github.com/dsh-acp/dsh-acp/llm/llmtest"
+	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/replay"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
@@ -30,8 +30,8 @@ import (
 var recordJournals = flag.Bool("record", false, "re-record testdata/sessions/*.jsonl from real runs of the daemon")
 
 const (
-	sessionsDir    = "testdata/sessions"
-	transcriptsDir = "testdata/transcripts"
+	sessionsDir    = "../testdata/sessions"
+	transcriptsDir = "../testdata/transcripts"
 	// handwrittenVersion is the daemonVersion of journals not recorded.
 	handwrittenVersion = "handwritten"
 	// tornText is in the torn last line, and must never reach a client.

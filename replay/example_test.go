@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/internal/agent"
 	"github.com/dsh-acp/dsh-acp/replay"
 )
 

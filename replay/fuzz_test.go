@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/internal/agent"
 )
 
 // A journal damaged in any way (torn records, NULs, garbage, bad JSON of

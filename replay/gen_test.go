@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/internal/agent"
 )
 
 func TestGenerateJournal(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/internal/agent"
 )
 
 // Journal is the single writer of one session's journal. It holds the

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/internal/agent"
 )
 
 func TestTitle(t *testing.T) {

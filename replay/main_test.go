@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/internal/agent"
 )
 
 // helperEnv makes the test binary act as a second process (see

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/internal/agent"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 

@@ -9,7 +9,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/internal/agent"
 )
 
 // maxWarnings bounds the warnings a read collects; the rest are counted.

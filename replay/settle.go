@@ -1,7 +1,7 @@
 package replay
 
 import (
-	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/internal/agent"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 

@@ -9,7 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/dsh-acp/dsh-acp/chat"
+	"github.com/dsh-acp/dsh-acp/internal/chat"
 )
 
 // runChat is `dsh-acp chat`: a terminal client that spawns this daemon (or

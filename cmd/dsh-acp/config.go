@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/acp/ingress"
-	"github.com/dsh-acp/dsh-acp/permission"
+	"github.com/dsh-acp/dsh-acp/internal/permission"
 )
 
 // config is everything the daemon is configured with: flags, with

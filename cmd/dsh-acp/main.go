@@ -20,10 +20,10 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/dsh-acp/dsh-acp/acp"
-	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/executor/local"
-	"github.com/dsh-acp/dsh-acp/llm"
-	"github.com/dsh-acp/dsh-acp/permission"
+	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/llm"
+	"github.com/dsh-acp/dsh-acp/internal/permission"
 	"github.com/dsh-acp/dsh-acp/replay"
 	"github.com/dsh-acp/dsh-acp/tools"
 )

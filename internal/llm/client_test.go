@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-acp/dsh-acp/llm"
-	"github.com/dsh-acp/dsh-acp/llm/llmtest"
+	"github.com/dsh-acp/dsh-acp/internal/llm"
+	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 )
 
 const testKey = "sk-test-0123456789abcdef"

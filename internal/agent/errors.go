@@ -3,7 +3,7 @@ package agent
 import (
 	"errors"
 
-	"github.com/dsh-acp/dsh-acp/llm"
+	"github.com/dsh-acp/dsh-acp/internal/llm"
 )
 
 // noModelText tells the user how to configure a model.

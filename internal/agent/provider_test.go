@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dsh-acp/dsh-acp/agent"
-	"github.com/dsh-acp/dsh-acp/llm/llmtest"
+	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 )
 
 func TestProviderErrors(t *testing.T) {

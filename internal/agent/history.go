@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/dsh-acp/dsh-acp/llm"
+	"github.com/dsh-acp/dsh-acp/internal/llm"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 

@@ -3,7 +3,7 @@ package agent_test
 import (
 	"testing"
 
-	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/internal/agent"
 )
 
 func TestRenderPrompt(t *testing.T) {

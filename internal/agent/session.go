@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/dsh-acp/dsh-acp/llm"
+	"github.com/dsh-acp/dsh-acp/internal/llm"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
