@@ -522,7 +522,7 @@ func (f *llmFixture) checkFirstRequest(req llmtest.Request) {
 		t.Fatalf("messages:\n%s", req)
 	}
 	// The section states the daemon's default limits.
-	section := tools.NewSet(nil, tools.Config{OutputLimit: 30000, CardOutputLimit: 2 << 20,
+	section := tools.NewBash(nil, tools.Config{OutputLimit: 30000, CardOutputLimit: 2 << 20,
 		DefaultTimeout: 120 * time.Second, MaxTimeout: 600 * time.Second}).PromptSection()
 	system := req.Messages[0].Content
 	if !strings.Contains(system, section) || !strings.Contains(section, "[exit code: N]") {

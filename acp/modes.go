@@ -92,8 +92,8 @@ func (ss *session) setMode(value string) error {
 	if err := ss.journal.AppendState(stateMode, mode); err != nil {
 		ss.log.Error("journal mode", zap.String("session", ss.id), zap.Error(err))
 	}
-	ss.present.sendUpdate(sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{CurrentModeId: sdk.SessionModeId(mode)}})
-	ss.present.sendUpdate(sdk.SessionUpdate{ConfigOptionUpdate: &sdk.SessionConfigOptionUpdate{ConfigOptions: configOptions(mode)}})
+	ss.send(sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{CurrentModeId: sdk.SessionModeId(mode)}})
+	ss.send(sdk.SessionUpdate{ConfigOptionUpdate: &sdk.SessionConfigOptionUpdate{ConfigOptions: configOptions(mode)}})
 	ss.log.Info("mode", zap.String("session", ss.id), zap.String("mode", string(mode)))
 	return nil
 }

@@ -11,8 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/permission"
-	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
@@ -80,11 +80,13 @@ func (p *permissions) restore(state map[string]json.RawMessage) {
 	}
 }
 
-// approver is a session's agent.Approver: the permission policy, asking
-// the user through session/request_permission when the policy says ask.
+// approver is a session's agent.Approver: it asks the tool what a call
+// needs, applies the permission policy to it, and asks the user through
+// session/request_permission when the policy says ask.
 type approver struct {
 	ss     *session
 	client permissionClient
+	tools  *tools.Registry
 	// userRules is the user's rule file; the project's is in the cwd.
 	userRules string
 }
@@ -94,67 +96,81 @@ type permissionClient interface {
 	RequestPermission(ctx context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error)
 }
 
-// decisionRecord is what the journal keeps of each decision.
-type decisionRecord struct {
-	Call     string `json:"call"`
-	Command  string `json:"command"`
-	Decision string `json:"decision"` // allow, deny, ask
-	Outcome  string `json:"outcome,omitempty"`
-	Reason   string `json:"reason,omitempty"`
+// Approve decides one model-issued call from what its tool says it needs:
+// nothing (the session's own tasks) runs; a command line goes to the
+// judge; anything else, and a tool that declares nothing, is asked about
+// in ask mode, denied in read-only mode and run in auto mode.
+func (a *approver) Approve(ctx context.Context, s tools.Session, call event.ToolCall) agent.Approval {
+	need, err := a.tools.Needs(call.Name, call.Args)
+	switch {
+	case err != nil:
+		return agent.Approval{Verdict: agent.Allow} // the tool rejects the arguments without acting
+	case need.Kind == tools.NeedNothing:
+		return agent.Approval{Verdict: agent.Allow}
+	case need.Kind == tools.NeedCommand:
+		if need.Subject == "" {
+			return agent.Approval{Verdict: agent.Allow} // the tool reports the empty command
+		}
+		return a.judgeCommand(ctx, s, call, need.Subject)
+	}
+	return a.judgeOther(ctx, call, need)
 }
 
-// Approve decides one model-issued call. Only bash is judged: bash_output
-// and bash_kill act on the session's own tasks, which the tools fence.
-func (a *approver) Approve(ctx context.Context, s tools.Session, call agent.ToolCall) agent.Approval {
-	if call.Name != tools.BashName {
-		return agent.Approval{Verdict: agent.Allow}
-	}
-	var args struct {
-		Command string `json:"command"`
-	}
-	if json.Unmarshal(call.Args, &args) != nil || args.Command == "" {
-		return agent.Approval{Verdict: agent.Allow} // the tool reports the bad arguments
-	}
+// judgeCommand applies the rule files, the mode and the session's
+// always-allow prefixes to a command line.
+func (a *approver) judgeCommand(ctx context.Context, s tools.Session, call event.ToolCall, command string) agent.Approval {
 	rules, err := permission.LoadRules(a.userRules, permission.ProjectRulesPath(s.Cwd))
 	if err != nil {
 		a.ss.log.Warn("permission rules", zap.String("session", a.ss.id), zap.Error(err))
-		return a.record(call, args.Command, "deny", "", agent.Approval{Verdict: agent.Deny,
-			Reason: fmt.Sprintf("Not run: the permission rules cannot be read (%v). Fix the file or ask the user.", err)})
+		return denied(command, fmt.Sprintf("Not run: the permission rules cannot be read (%v). Fix the file or ask the user.", err))
 	}
 	mode, allow := a.ss.perms.snapshot()
-	v := permission.Decide(mode, rules, allow, args.Command)
+	v := permission.Decide(mode, rules, allow, command)
 	switch v.Decision {
 	case permission.Allow:
-		return a.record(call, args.Command, "allow", "", agent.Approval{Verdict: agent.Allow})
+		return agent.Approval{Verdict: agent.Allow, Decision: event.Decision{Subject: command, Verdict: event.VerdictAllow}}
 	case permission.Deny:
-		return a.record(call, args.Command, "deny", "", agent.Approval{Verdict: agent.Deny,
-			Reason: fmt.Sprintf("Not run: %s (permission mode %q). Do not retry it in another form; ask the user if it is needed.", v.Reason, mode)})
+		return denied(command, fmt.Sprintf("Not run: %s (permission mode %q). Do not retry it in another form; ask the user if it is needed.", v.Reason, mode))
 	}
-	return a.ask(ctx, call, args.Command, v)
+	return a.ask(ctx, call, command, v.Prefixes)
 }
 
-// ask shows the card as pending and asks the user.
-func (a *approver) ask(ctx context.Context, call agent.ToolCall, command string, v permission.Verdict) agent.Approval {
-	p := a.ss.present
-	intent := p.box.PresentCall(call.Name, call.Args)
-	pending := sdk.ToolCallStatusPending
-	p.sendUpdate(sdk.SessionUpdate{ToolCallUpdate: &sdk.SessionToolCallUpdate{ToolCallId: sdk.ToolCallId(call.ID), Status: &pending}})
+// judgeOther decides a call that is not a command line by the mode alone.
+func (a *approver) judgeOther(ctx context.Context, call event.ToolCall, need tools.Need) agent.Approval {
+	mode, _ := a.ss.perms.snapshot()
+	switch {
+	case need.Kind == tools.NeedRead || mode == permission.ModeAuto:
+		return agent.Approval{Verdict: agent.Allow, Decision: event.Decision{Subject: need.Subject, Verdict: event.VerdictAllow}}
+	case mode == permission.ModeReadOnly:
+		return denied(need.Subject, fmt.Sprintf("Not run: the %s tool may change things, and the session is in %q mode. Ask the user to switch modes if it is needed.", call.Name, mode))
+	}
+	return a.ask(ctx, call, need.Subject, nil)
+}
 
+// denied is a refusal the model reads.
+func denied(subject, reason string) agent.Approval {
+	return agent.Approval{Verdict: agent.Deny, Reason: reason, Decision: event.Decision{Subject: subject, Verdict: event.VerdictDeny}}
+}
+
+// ask shows the card as pending and asks the user; prefixes are the
+// command prefixes an always-allow answer may remember.
+func (a *approver) ask(ctx context.Context, call event.ToolCall, subject string, prefixes []string) agent.Approval {
+	toolCall := a.ss.present.Asking(call.ID)
 	resp, err := a.client.RequestPermission(ctx, sdk.RequestPermissionRequest{
 		SessionId: sdk.SessionId(a.ss.id),
-		ToolCall:  presentation.PermissionToolCall(call.ID, intent, p.caps),
-		Options:   permissionOptions(v),
+		ToolCall:  toolCall,
+		Options:   permissionOptions(prefixes),
 	})
 	outcome := outcomeOf(resp, err, ctx)
-	approval := a.apply(outcome, v)
+	approval := a.apply(outcome, prefixes)
 	if approval.Verdict == agent.Allow {
-		running := sdk.ToolCallStatusInProgress
-		p.sendUpdate(sdk.SessionUpdate{ToolCallUpdate: &sdk.SessionToolCallUpdate{ToolCallId: sdk.ToolCallId(call.ID), Status: &running}})
+		a.ss.present.Allowed(call.ID)
 	}
 	if err != nil && ctx.Err() == nil {
 		a.ss.log.Warn("request_permission failed", zap.String("session", a.ss.id), zap.String("call", call.ID), zap.Error(err))
 	}
-	return a.record(call, command, "ask", outcome, approval)
+	approval.Decision = event.Decision{Subject: subject, Verdict: event.VerdictAsk, Outcome: outcome}
+	return approval
 }
 
 // outcomeOf names the user's answer: an option id, or "cancelled".
@@ -171,20 +187,20 @@ func outcomeOf(resp sdk.RequestPermissionResponse, err error, ctx context.Contex
 }
 
 // apply turns the user's answer into an approval, remembering always-allow.
-func (a *approver) apply(outcome string, v permission.Verdict) agent.Approval {
+func (a *approver) apply(outcome string, prefixes []string) agent.Approval {
 	switch outcome {
 	case optAllowOnce:
 		return agent.Approval{Verdict: agent.Allow}
 	case optAllowSession, optAllowProject:
-		if len(v.Prefixes) == 0 {
+		if len(prefixes) == 0 {
 			return agent.Approval{Verdict: agent.Allow}
 		}
-		allow := a.ss.perms.remember(v.Prefixes[0])
+		allow := a.ss.perms.remember(prefixes[0])
 		if err := a.ss.journal.AppendState(stateAllow, allow); err != nil {
 			a.ss.log.Error("journal allow", zap.String("session", a.ss.id), zap.Error(err))
 		}
 		if outcome == optAllowProject {
-			if err := permission.SaveProjectAllow(a.ss.cwd, v.Prefixes[0]); err != nil {
+			if err := permission.SaveProjectAllow(a.ss.cwd, prefixes[0]); err != nil {
 				a.ss.log.Warn("save project rule", zap.String("session", a.ss.id), zap.Error(err))
 			}
 		}
@@ -199,22 +215,13 @@ func (a *approver) apply(outcome string, v permission.Verdict) agent.Approval {
 
 // permissionOptions are Allow once, Always allow (for the session and, to
 // save it, for the project) when a safe prefix exists, and Reject.
-func permissionOptions(v permission.Verdict) []sdk.PermissionOption {
+func permissionOptions(prefixes []string) []sdk.PermissionOption {
 	opts := []sdk.PermissionOption{{OptionId: optAllowOnce, Name: "Allow once", Kind: sdk.PermissionOptionKindAllowOnce}}
-	if len(v.Prefixes) > 0 {
-		prefix := v.Prefixes[0]
+	if len(prefixes) > 0 {
+		prefix := prefixes[0]
 		opts = append(opts,
 			sdk.PermissionOption{OptionId: optAllowSession, Name: fmt.Sprintf("Always allow `%s` in this session", prefix), Kind: sdk.PermissionOptionKindAllowAlways},
 			sdk.PermissionOption{OptionId: optAllowProject, Name: fmt.Sprintf("Always allow `%s` in this project", prefix), Kind: sdk.PermissionOptionKindAllowAlways})
 	}
 	return append(opts, sdk.PermissionOption{OptionId: optReject, Name: "Reject", Kind: sdk.PermissionOptionKindRejectOnce})
-}
-
-// record journals a decision and returns the approval unchanged.
-func (a *approver) record(call agent.ToolCall, command, decision, outcome string, ap agent.Approval) agent.Approval {
-	rec := decisionRecord{Call: call.ID, Command: command, Decision: decision, Outcome: outcome, Reason: ap.Reason}
-	if err := a.ss.journal.AppendState("permission.decision."+call.ID, rec); err != nil {
-		a.ss.log.Error("journal decision", zap.String("session", a.ss.id), zap.Error(err))
-	}
-	return ap
 }

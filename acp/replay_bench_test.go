@@ -43,7 +43,7 @@ func BenchmarkReplay10k(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := acp.Config{Executor: ex, Tools: tools.NewSet(ex, tools.Config{}), Store: store}
+	cfg := acp.Config{Executor: ex, Tools: tools.NewBash(ex, tools.Config{}), Store: store}
 
 	var decode, load, first time.Duration
 	for i := 0; i < b.N; i++ {

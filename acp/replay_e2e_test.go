@@ -18,8 +18,9 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
-	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
+	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/replay"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
@@ -216,7 +217,7 @@ func TestCrashRecovery(t *testing.T) {
 	if len(l.Warnings) > 0 {
 		t.Errorf("journal warnings after the repair: %q", l.Warnings)
 	}
-	if err := journalHasResult("the echo after the reload", func(r agent.ToolResult) bool {
+	if err := journalHasResult("the echo after the reload", func(r event.ToolResult) bool {
 		return r.Result.CardOutput == "after\n" && exitCodeIs(r.Result, 0)
 	})(l); err != nil {
 		t.Error(err)
@@ -244,7 +245,7 @@ func TestSessionList(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := j.Append(agent.UserPrompt{Text: "stored prompt\nsecond line"}); err != nil {
+		if err := j.Append(event.UserPrompt{Text: "stored prompt\nsecond line"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := j.Close(); err != nil {
@@ -558,33 +559,33 @@ func checkReplay(t *testing.T, k replayClient, l *replay.Loaded, raw []json.RawM
 	us := decodeUpdates(t, raw)
 	recorded := map[string]bool{}
 	for _, ev := range l.Events {
-		if r, ok := ev.(agent.ToolResult); ok {
+		if r, ok := ev.(event.ToolResult); ok {
 			recorded[r.ID] = true
 		}
 	}
 	var wantIDs, prompts, texts, thoughts []string
-	calls, results := map[string]agent.ToolCall{}, map[string]agent.ToolResult{}
+	calls, results := map[string]event.ToolCall{}, map[string]event.ToolResult{}
 	taskStatus := map[string]string{}
 	for _, ev := range replay.Settle(l.Events) {
 		switch e := ev.(type) {
-		case agent.ToolCall:
+		case event.ToolCall:
 			wantIDs = append(wantIDs, e.ID)
 			calls[e.ID] = e
-		case agent.ToolResult:
+		case event.ToolResult:
 			results[e.ID] = e
-			if e.Result.TaskID != "" && e.Result.TaskStatus != "" {
-				taskStatus[e.Result.TaskID] = e.Result.TaskStatus
+			if tk := e.Result.Task; tk != nil && tk.ID != "" && tk.Status != "" {
+				taskStatus[tk.ID] = tk.Status
 			}
-		case agent.UserPrompt:
+		case event.UserPrompt:
 			prompts = append(prompts, e.Text)
-		case agent.AssistantMessage:
+		case event.AssistantMessage:
 			if e.Text != "" {
 				texts = append(texts, e.Text)
 			}
 			if e.Reasoning != "" {
 				thoughts = append(thoughts, e.Reasoning)
 			}
-		case agent.ErrorMessage:
+		case event.ErrorMessage:
 			texts = append(texts, e.Text)
 		}
 	}
@@ -662,15 +663,15 @@ func checkReplay(t *testing.T, k replayClient, l *replay.Loaded, raw []json.RawM
 }
 
 // wantFinalFailed is the final status a result calls for, by the tool contract.
-func wantFinalFailed(r agent.ToolResult) bool {
+func wantFinalFailed(r event.ToolResult) bool {
 	res := r.Result
 	return res.IsError || res.Declined != "" ||
-		r.Name == "bash" && (res.Signal != "" || res.TimedOut || res.ExitCode != nil && *res.ExitCode != 0)
+		r.Name == "bash" && (tools.OutcomeOf(res).Signal != "" || tools.OutcomeOf(res).TimedOut || tools.OutcomeOf(res).ExitCode != nil && *tools.OutcomeOf(res).ExitCode != 0)
 }
 
 // isTerminalCall reports whether a call is a foreground bash run with valid
 // arguments: the calls drawn as terminal cards.
-func isTerminalCall(c agent.ToolCall) bool {
+func isTerminalCall(c event.ToolCall) bool {
 	if c.Name != "bash" {
 		return false
 	}
@@ -684,14 +685,23 @@ func isTerminalCall(c agent.ToolCall) bool {
 	return json.Unmarshal(c.Args, &a) == nil && strings.TrimSpace(a.Command) != "" && !a.RunInBackground
 }
 
-func checkReplayedTerminal(t *testing.T, id string, c *card, res tools.Result) {
+func checkReplayedTerminal(t *testing.T, id string, c *card, res event.Result) {
 	t.Helper()
 	if c.open.Meta.Info == nil || c.open.Meta.Info.TerminalID != id {
 		t.Errorf("card %s: tool_call without terminal_info: %+v", id, c.open)
 	}
+	// The recorded output, then the line that says why the call did not
+	// run normally, if it did not.
+	out := res.CardOutput
+	if reason := tools.NewBash(nil, tools.Config{}).PresentResult("bash", nil, res).Reason; reason != "" {
+		if out != "" && !strings.HasSuffix(out, "\n") {
+			out += "\n"
+		}
+		out += presentation.ReasonPrefix + reason + "\n"
+	}
 	wantOut := []string{}
-	if res.CardOutput != "" {
-		wantOut = []string{strings.ToValidUTF8(res.CardOutput, "\uFFFD")}
+	if out != "" {
+		wantOut = []string{strings.ToValidUTF8(out, "\uFFFD")}
 	}
 	if !slices.Equal(append([]string{}, c.outputs...), wantOut) {
 		t.Errorf("card %s: terminal_output %q, want exactly %q", id, c.outputs, wantOut)
@@ -703,8 +713,8 @@ func checkReplayedTerminal(t *testing.T, id string, c *card, res tools.Result) {
 	}
 	var wantCode *int
 	wantSignal := ""
-	if !res.IsError && res.Declined == "" {
-		wantCode, wantSignal = res.ExitCode, res.Signal
+	if res.Declined == "" {
+		wantCode, wantSignal = tools.OutcomeOf(res).ExitCode, tools.OutcomeOf(res).Signal
 	}
 	if (e.ExitCode == nil) != (wantCode == nil) || e.ExitCode != nil && *e.ExitCode != *wantCode {
 		t.Errorf("card %s: exit_code %v, want %v", id, optString(e.ExitCode), optString(wantCode))
@@ -771,12 +781,12 @@ func checkPrintedResults(t *testing.T, l *replay.Loaded, printed string) {
 		}
 	}
 	printed = framed.String()
-	calls := map[string]agent.ToolCall{}
+	calls := map[string]event.ToolCall{}
 	for _, ev := range replay.Settle(l.Events) {
 		switch e := ev.(type) {
-		case agent.ToolCall:
+		case event.ToolCall:
 			calls[e.ID] = e
-		case agent.ToolResult:
+		case event.ToolResult:
 			shown := e.Result.Text
 			if isTerminalCall(calls[e.ID]) && !e.Result.IsError {
 				shown = e.Result.CardOutput // the model's text repeats it with markers

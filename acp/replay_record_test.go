@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
-	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/replay"
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -51,86 +51,86 @@ type journalCase struct {
 func journalCases() []journalCase {
 	return []journalCase{
 		{name: "foreground_success", shape: allOf(
-			journalHasResult("a command exiting 0 with output on both streams", func(r agent.ToolResult) bool {
+			journalHasResult("a command exiting 0 with output on both streams", func(r event.ToolResult) bool {
 				return exitCodeIs(r.Result, 0) && strings.Contains(r.Result.CardOutput, "bold") && strings.Contains(r.Result.CardOutput, "to-stderr")
 			}),
-			journalHasResult("a command exiting 0 with no output", func(r agent.ToolResult) bool {
+			journalHasResult("a command exiting 0 with no output", func(r event.ToolResult) bool {
 				return exitCodeIs(r.Result, 0) && r.Result.CardOutput == ""
 			}),
-			journalHas("an error message (no model configured)", func(ev agent.Event) bool { _, ok := ev.(agent.ErrorMessage); return ok }),
+			journalHas("an error message (no model configured)", func(ev event.Event) bool { _, ok := ev.(event.ErrorMessage); return ok }),
 		)},
-		{name: "foreground_failure", shape: journalHasResult("exit code 3", func(r agent.ToolResult) bool {
+		{name: "foreground_failure", shape: journalHasResult("exit code 3", func(r event.ToolResult) bool {
 			return exitCodeIs(r.Result, 3) && !r.Result.IsError
 		})},
 		{name: "foreground_timeout", shape: allOf(
-			journalHasResult("a timed-out command", func(r agent.ToolResult) bool { return r.Result.TimedOut }),
-			journalHas("assistant reasoning", func(ev agent.Event) bool {
-				m, ok := ev.(agent.AssistantMessage)
+			journalHasResult("a timed-out command", func(r event.ToolResult) bool { return tools.OutcomeOf(r.Result).TimedOut }),
+			journalHas("assistant reasoning", func(ev event.Event) bool {
+				m, ok := ev.(event.AssistantMessage)
 				return ok && m.Reasoning != ""
 			}),
 		)},
-		{name: "foreground_signal", shape: journalHasResult("death by SIGKILL", func(r agent.ToolResult) bool {
-			return r.Result.Signal == "SIGKILL" && r.Result.ExitCode == nil
+		{name: "foreground_signal", shape: journalHasResult("death by SIGKILL", func(r event.ToolResult) bool {
+			return tools.OutcomeOf(r.Result).Signal == "SIGKILL" && tools.OutcomeOf(r.Result).ExitCode == nil
 		})},
-		{name: "truncated_spill", shape: journalHasResult("truncated output with a spill file", func(r agent.ToolResult) bool {
-			return r.Result.Truncated && r.Result.SpillPath != "" && strings.Contains(r.Result.CardOutput, r.Result.SpillPath)
+		{name: "truncated_spill", shape: journalHasResult("truncated output with a spill file", func(r event.ToolResult) bool {
+			return tools.OutcomeOf(r.Result).Truncated && tools.OutcomeOf(r.Result).SpillPath != "" && strings.Contains(r.Result.CardOutput, tools.OutcomeOf(r.Result).SpillPath)
 		})},
 		{name: "background", shape: allOf(
-			journalHasResult("a background start", func(r agent.ToolResult) bool {
-				return r.Name == "bash" && r.Result.TaskID == "bash-1" && r.Result.TaskStatus == "running"
+			journalHasResult("a background start", func(r event.ToolResult) bool {
+				return r.Name == "bash" && taskIs(r.Result, "bash-1", "running")
 			}),
-			journalHasResult("bash_output of a running task with its output", func(r agent.ToolResult) bool {
-				return r.Name == "bash_output" && r.Result.TaskStatus == "running" && strings.Contains(r.Result.Text, "tick")
+			journalHasResult("bash_output of a running task with its output", func(r event.ToolResult) bool {
+				return r.Name == "bash_output" && taskIs(r.Result, "", "running") && strings.Contains(r.Result.Text, "tick")
 			}),
-			journalHasResult("bash_kill of a running task", func(r agent.ToolResult) bool {
-				return r.Name == "bash_kill" && r.Result.TaskStatus == "killed"
+			journalHasResult("bash_kill of a running task", func(r event.ToolResult) bool {
+				return r.Name == "bash_kill" && taskIs(r.Result, "", "killed")
 			}),
-			journalHasResult("bash_output of a completed task", func(r agent.ToolResult) bool {
-				return r.Name == "bash_output" && r.Result.TaskStatus == "completed" && strings.Contains(r.Result.Text, "quick")
+			journalHasResult("bash_output of a completed task", func(r event.ToolResult) bool {
+				return r.Name == "bash_output" && taskIs(r.Result, "", "completed") && strings.Contains(r.Result.Text, "quick")
 			}),
-			journalHas("a completion notice", func(ev agent.Event) bool { _, ok := ev.(agent.Notice); return ok }),
+			journalHas("a completion notice", func(ev event.Event) bool { _, ok := ev.(event.Notice); return ok }),
 		)},
-		{name: "cross_session_owner", shape: journalHasResult("a background task left running", func(r agent.ToolResult) bool {
-			return r.Result.TaskID == "bash-1" && r.Result.TaskStatus == "running"
+		{name: "cross_session_owner", shape: journalHasResult("a background task left running", func(r event.ToolResult) bool {
+			return taskIs(r.Result, "bash-1", "running")
 		})},
 		{name: "cross_session_other", shape: allOf(
-			journalHasResult("bash_output refused", func(r agent.ToolResult) bool {
+			journalHasResult("bash_output refused", func(r event.ToolResult) bool {
 				return r.Name == "bash_output" && r.Result.IsError && r.Result.Text == "task bash-1 belongs to another session"
 			}),
-			journalHasResult("bash_kill refused", func(r agent.ToolResult) bool {
+			journalHasResult("bash_kill refused", func(r event.ToolResult) bool {
 				return r.Name == "bash_kill" && r.Result.IsError && r.Result.Text == "task bash-1 belongs to another session"
 			}),
 		)},
 		{name: "malformed_args", shape: allOf(
-			journalHasResult("invalid JSON arguments", func(r agent.ToolResult) bool {
+			journalHasResult("invalid JSON arguments", func(r event.ToolResult) bool {
 				return r.ID == "call_bad_json" && r.Result.IsError && strings.Contains(r.Result.Text, "not a JSON object")
 			}),
-			journalHasResult("an argument of the wrong type", func(r agent.ToolResult) bool {
+			journalHasResult("an argument of the wrong type", func(r event.ToolResult) bool {
 				return r.ID == "call_bad_type" && r.Result.IsError && strings.Contains(r.Result.Text, `"timeoutMs" must be a number`)
 			}),
-			journalHasResult("arguments that are not an object", func(r agent.ToolResult) bool {
+			journalHasResult("arguments that are not an object", func(r event.ToolResult) bool {
 				return r.ID == "call_not_object" && r.Result.IsError
 			}),
-			journalHasResult("an unknown tool", func(r agent.ToolResult) bool {
+			journalHasResult("an unknown tool", func(r event.ToolResult) bool {
 				return r.ID == "call_unknown_tool" && r.Result.IsError && strings.Contains(r.Result.Text, `unknown tool "python"`)
 			}),
-			journalHasResult("a missing required argument", func(r agent.ToolResult) bool {
+			journalHasResult("a missing required argument", func(r event.ToolResult) bool {
 				return r.ID == "call_missing_arg" && r.Result.IsError && strings.Contains(r.Result.Text, `missing required field "task_id"`)
 			}),
 		)},
-		{name: "interrupted_direct", shape: allOf(endsUnsettled(1, 0), journalHasResult("a command before the crash", func(r agent.ToolResult) bool {
+		{name: "interrupted_direct", shape: allOf(endsUnsettled(1, 0), journalHasResult("a command before the crash", func(r event.ToolResult) bool {
 			return exitCodeIs(r.Result, 0)
 		}))},
 		{name: "interrupted_model", shape: endsUnsettled(1, 1)},
-		{name: "torn_last_line", torn: true, shape: journalHasResult("a command before the torn line", func(r agent.ToolResult) bool {
+		{name: "torn_last_line", torn: true, shape: journalHasResult("a command before the torn line", func(r event.ToolResult) bool {
 			return exitCodeIs(r.Result, 0) && r.Result.CardOutput == "kept\n"
 		})},
 		{name: "handwritten_args", handwritten: true, shape: allOf(
-			journalHas("arguments that are not JSON", func(ev agent.Event) bool {
-				c, ok := ev.(agent.ToolCall)
+			journalHas("arguments that are not JSON", func(ev event.Event) bool {
+				c, ok := ev.(event.ToolCall)
 				return ok && !json.Valid(c.Args)
 			}),
-			journalHasResult("a tool this build does not know", func(r agent.ToolResult) bool { return r.Name == "fetch_url" && !r.Result.IsError }),
+			journalHasResult("a tool this build does not know", func(r event.ToolResult) bool { return r.Name == "fetch_url" && !r.Result.IsError }),
 		)},
 	}
 }
@@ -516,28 +516,25 @@ func writeHandwritten(t *testing.T) map[string][]byte {
 	code := 0
 	calls := []struct {
 		id, name, args string
-		res            tools.Result
+		res            event.Result
 	}{
-		{"call_text_args", "bash", `{"command": "ls",`, tools.Result{IsError: true,
-			Text: "the arguments of this bash call are not a JSON object: {\"command\": \"ls\",\nCall the tool again with a JSON object that matches its schema."}},
-		{"call_byte_args", "bash", "\xff\xfe{\"command\":\"ls\"}", tools.Result{IsError: true,
-			Text: "the arguments of this bash call are not a JSON object: \ufffd\ufffd{\"command\":\"ls\"}\nCall the tool again with a JSON object that matches its schema."}},
-		{"call_spaced_args", "bash", `{"command": "echo spaced", "description": "Spaced arguments"}`, tools.Result{
-			Text: "spaced", ExitCode: &code, TimeoutMs: 120000, CardOutput: "spaced\n"}},
-		{"call_future_tool", "fetch_url", `{"url":"https://example.com"}`, tools.Result{Text: "fetched 1256 bytes"}},
-		{"call_blank_name", "", `{}`, tools.Result{IsError: true, Text: `unknown tool ""; the tools you can call are: bash, bash_output, bash_kill`}},
+		{"call_text_args", "bash", `{"command": "ls",`, event.Result{IsError: true, Text: "the arguments of this bash call are not a JSON object: {\"command\": \"ls\",\nCall the tool again with a JSON object that matches its schema."}},
+		{"call_byte_args", "bash", "\xff\xfe{\"command\":\"ls\"}", event.Result{IsError: true, Text: "the arguments of this bash call are not a JSON object: \ufffd\ufffd{\"command\":\"ls\"}\nCall the tool again with a JSON object that matches its schema."}},
+		{"call_spaced_args", "bash", `{"command": "echo spaced", "description": "Spaced arguments"}`, tools.WithOutcome(event.Result{Text: "spaced", CardOutput: "spaced\n"}, tools.Outcome{ExitCode: &code, TimeoutMs: 120000})},
+		{"call_future_tool", "fetch_url", `{"url":"https://example.com"}`, event.Result{Text: "fetched 1256 bytes"}},
+		{"call_blank_name", "", `{}`, event.Result{IsError: true, Text: `unknown tool ""; the tools you can call are: bash, bash_output, bash_kill`}},
 	}
-	msg := agent.AssistantMessage{Text: "Trying some odd calls."}
+	msg := event.AssistantMessage{Text: "Trying some odd calls."}
 	for _, c := range calls {
-		msg.ToolCalls = append(msg.ToolCalls, agent.ToolCallInfo{ID: c.id, Name: c.name, Args: json.RawMessage(c.args)})
+		msg.ToolCalls = append(msg.ToolCalls, event.CallInfo{ID: c.id, Name: c.name, Args: json.RawMessage(c.args)})
 	}
-	events := []agent.Event{agent.UserPrompt{Text: "replay these odd calls"}, msg}
+	events := []event.Event{event.UserPrompt{Text: "replay these odd calls"}, msg}
 	for _, c := range calls {
 		args := json.RawMessage(c.args)
-		events = append(events, agent.ToolCall{ID: c.id, Name: c.name, Args: args},
-			agent.ToolResult{ID: c.id, Name: c.name, Args: args, Result: c.res})
+		events = append(events, event.ToolCall{ID: c.id, Name: c.name, Args: args},
+			event.ToolResult{ID: c.id, Name: c.name, Args: args, Result: c.res})
 	}
-	events = append(events, agent.AssistantMessage{Text: "Done."}, agent.TurnEnd{StopReason: agent.EndTurn})
+	events = append(events, event.AssistantMessage{Text: "Done."}, event.TurnEnd{StopReason: event.EndTurn})
 	for _, ev := range events {
 		if err := j.Append(ev); err != nil {
 			t.Fatal(err)
@@ -559,7 +556,9 @@ func writeHandwritten(t *testing.T) map[string][]byte {
 
 // --- journal shape predicates ---
 
-func exitCodeIs(r tools.Result, code int) bool { return r.ExitCode != nil && *r.ExitCode == code }
+func exitCodeIs(r event.Result, code int) bool {
+	return tools.OutcomeOf(r).ExitCode != nil && *tools.OutcomeOf(r).ExitCode == code
+}
 
 func allOf(checks ...func(*replay.Loaded) error) func(*replay.Loaded) error {
 	return func(l *replay.Loaded) error {
@@ -571,7 +570,7 @@ func allOf(checks ...func(*replay.Loaded) error) func(*replay.Loaded) error {
 	}
 }
 
-func journalHas(what string, pred func(agent.Event) bool) func(*replay.Loaded) error {
+func journalHas(what string, pred func(event.Event) bool) func(*replay.Loaded) error {
 	return func(l *replay.Loaded) error {
 		if slices.ContainsFunc(l.Events, pred) {
 			return nil
@@ -580,9 +579,9 @@ func journalHas(what string, pred func(agent.Event) bool) func(*replay.Loaded) e
 	}
 }
 
-func journalHasResult(what string, pred func(agent.ToolResult) bool) func(*replay.Loaded) error {
-	return journalHas(what, func(ev agent.Event) bool {
-		r, ok := ev.(agent.ToolResult)
+func journalHasResult(what string, pred func(event.ToolResult) bool) func(*replay.Loaded) error {
+	return journalHas(what, func(ev event.Event) bool {
+		r, ok := ev.(event.ToolResult)
 		return ok && pred(r)
 	})
 }
@@ -594,13 +593,13 @@ func endsUnsettled(started, notStarted int) func(*replay.Loaded) error {
 		asked, opened, done := map[string]bool{}, map[string]bool{}, map[string]bool{}
 		for _, ev := range l.Events {
 			switch e := ev.(type) {
-			case agent.AssistantMessage:
+			case event.AssistantMessage:
 				for _, c := range e.ToolCalls {
 					asked[c.ID] = true
 				}
-			case agent.ToolCall:
+			case event.ToolCall:
 				opened[e.ID] = true
-			case agent.ToolResult:
+			case event.ToolResult:
 				done[e.ID] = true
 			}
 		}
@@ -635,9 +634,9 @@ func journalNormalizer(l *replay.Loaded) func(string) string {
 		pairs[l.Header.Cwd] = "$CWD"
 	}
 	for _, ev := range l.Events {
-		if r, ok := ev.(agent.ToolResult); ok {
-			if i := strings.Index(r.Result.SpillPath, "/spill/"); i > 0 {
-				pairs[r.Result.SpillPath[:i]] = "$STATE"
+		if r, ok := ev.(event.ToolResult); ok {
+			if i := strings.Index(tools.OutcomeOf(r.Result).SpillPath, "/spill/"); i > 0 {
+				pairs[tools.OutcomeOf(r.Result).SpillPath[:i]] = "$STATE"
 			}
 		}
 	}
@@ -691,4 +690,10 @@ func firstLineDiff(want, got string) string {
 		}
 	}
 	return "(no line differs)"
+}
+
+// taskIs reports whether r names a task with this status (and this id,
+// unless id is empty).
+func taskIs(r event.Result, id, status string) bool {
+	return r.Task != nil && (id == "" || r.Task.ID == id) && r.Task.Status == status
 }

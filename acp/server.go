@@ -35,7 +35,7 @@ type Config struct {
 	Name, Version string
 
 	Executor executor.Executor
-	Tools    *tools.Set
+	Tools    *tools.Registry
 	Model    agent.ModelClient
 	Agent    agent.Config
 	Store    *replay.Store

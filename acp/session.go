@@ -12,6 +12,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/event"
+	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/replay"
 )
 
@@ -22,7 +24,8 @@ type session struct {
 	cwd     string
 	agent   *agent.Session
 	journal *replay.Journal
-	present *presenter
+	present *presentation.Presenter
+	updates *updateWriter
 	perms   *permissions
 	log     *zap.Logger
 
@@ -55,9 +58,9 @@ type journalSink struct {
 	id  string
 }
 
-func (js journalSink) Emit(ev agent.Event) {
+func (js journalSink) Emit(ev event.Event) {
 	switch ev.(type) {
-	case agent.TextDelta, agent.ThoughtDelta, agent.ToolOutput:
+	case event.TextDelta, event.ThoughtDelta, event.ToolOutput:
 		return
 	}
 	if err := js.j.Append(ev); err != nil {
@@ -65,41 +68,60 @@ func (js journalSink) Emit(ev agent.Event) {
 	}
 }
 
-// fanout sends each event to the client first, then to the journal.
-type fanout []agent.Sink
+// send writes one session/update of this session that is not about a card
+// (a mode change). It never uses a turn's context.
+func (ss *session) send(u sdk.SessionUpdate) {
+	sendUpdate(ss.updates, ss.id, ss.log, u)
+}
 
-func (f fanout) Emit(ev agent.Event) {
+// sendUpdate writes one update of session id through w.
+func sendUpdate(w *updateWriter, id string, log *zap.Logger, u sdk.SessionUpdate) {
+	err := w.SessionUpdate(context.Background(), sdk.SessionNotification{SessionId: sdk.SessionId(id), Update: u})
+	if err != nil {
+		log.Debug("session/update not sent", zap.String("session", id), zap.Error(err))
+	}
+}
+
+// fanout sends each event to the client first, then to the journal.
+type fanout []event.Sink
+
+func (f fanout) Emit(ev event.Event) {
 	for _, s := range f {
 		s.Emit(ev)
 	}
 }
 
 func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
-	s.mu.Lock()
-	caps := s.caps
-	s.mu.Unlock()
-	p := &presenter{
-		send:      s.updates,
-		sessionID: id,
-		cwd:       cwd,
-		caps:      caps,
-		box:       s.cfg.Tools,
-		log:       s.log,
-		flush:     flushPolicy{interval: s.cfg.CardFlushInterval, bytes: s.cfg.CardFlushBytes},
-	}
-	ss := &session{id: id, cwd: cwd, journal: j, present: p, log: s.log,
+	ss := &session{id: id, cwd: cwd, journal: j, updates: s.updates, log: s.log,
 		perms: &permissions{mode: s.cfg.DefaultMode}}
-	sink := fanout{p, journalSink{j: j, log: s.log, id: id}}
-	ap := &approver{ss: ss, client: s.conn, userRules: s.cfg.UserRules}
+	ss.present = s.presenter(id, cwd, s.updates, false)
+	sink := fanout{ss.present, journalSink{j: j, log: s.log, id: id}}
+	ap := &approver{ss: ss, client: s.conn, tools: s.cfg.Tools, userRules: s.cfg.UserRules}
 	ss.agent = agent.NewSession(id, cwd, s.cfg.Model, s.cfg.Tools, sink, ap, s.cfg.Agent)
 	return ss
 }
 
+// presenter is a presenter for session id drawing through w, with the
+// client's capabilities; replay marks one that draws a recorded session.
+func (s *Server) presenter(id, cwd string, w *updateWriter, replay bool) *presentation.Presenter {
+	s.mu.Lock()
+	caps := s.caps
+	s.mu.Unlock()
+	return presentation.NewPresenter(presentation.PresenterOptions{
+		Send:   func(u sdk.SessionUpdate) { sendUpdate(w, id, s.log, u) },
+		Cards:  s.cfg.Tools,
+		Caps:   caps,
+		Cwd:    cwd,
+		Flush:  presentation.FlushPolicy{Interval: s.cfg.CardFlushInterval, Bytes: s.cfg.CardFlushBytes},
+		Replay: replay,
+	})
+}
+
 // prompt runs one turn: a `!` command directly, anything else through the
 // model.
-func (ss *session) prompt(ctx context.Context, blocks []sdk.ContentBlock) agent.StopReason {
+func (ss *session) prompt(ctx context.Context, blocks []sdk.ContentBlock) event.StopReason {
 	pb := promptBlocks(blocks)
-	var reason agent.StopReason
+	var reason event.StopReason
 	var err error
 	if cmd, ok := isDirect(firstText(pb)); ok && len(pb) == 1 {
 		reason, err = ss.agent.RunDirect(ctx, cmd)
@@ -220,16 +242,14 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	}
 	ss := r.session()
 	r.finish()
-	ss.present.cwd = ss.cwd
 	ss.perms.restore(r.state)
 	if gone := settler.RunningTasks(); len(gone) > 0 {
 		note := goneTasksNote(gone)
 		if replayToClient {
-			ss.present.Emit(agent.ErrorMessage{Text: note})
+			ss.present.Emit(event.ErrorMessage{Text: note})
 		}
 		defer ss.agent.QueueNotice(note)
 	}
-	ss.present.replaying = false
 	if err := s.register(ss); err != nil {
 		ss.close(context.Background())
 		return nil, err
@@ -255,7 +275,7 @@ type reopening struct {
 	events      int
 	state       map[string]json.RawMessage // latest journaled value per key
 
-	drawQ    chan agent.Event
+	drawQ    chan event.Event
 	drawDone chan struct{}
 	batch    *lineBatch
 }
@@ -265,23 +285,23 @@ func (r *reopening) session() *session {
 	if r.ss == nil {
 		r.ss = r.server.newSession(r.id, r.cwd, r.journal)
 		r.restore = r.ss.agent.BeginRestore()
-		r.ss.present.replaying = true
-		if r.recordedCwd != "" {
-			r.ss.present.cwd = r.recordedCwd
-		}
 		if r.draw {
+			drawCwd := r.recordedCwd
+			if drawCwd == "" {
+				drawCwd = r.cwd
+			}
 			r.batch = &lineBatch{w: r.server.updates.w}
-			r.ss.present.send = newUpdateWriter(r.batch)
-			r.drawQ = make(chan agent.Event, 4096)
+			p := r.server.presenter(r.id, drawCwd, newUpdateWriter(r.batch), true)
+			r.drawQ = make(chan event.Event, 4096)
 			r.drawDone = make(chan struct{})
-			go r.drawer(r.ss.present)
+			go r.drawer(p)
 		}
 	}
 	return r.ss
 }
 
 // drawer presents queued events in order and folds them into the history.
-func (r *reopening) drawer(p *presenter) {
+func (r *reopening) drawer(p *presentation.Presenter) {
 	defer close(r.drawDone)
 	for ev := range r.drawQ {
 		p.Emit(ev)
@@ -300,7 +320,6 @@ func (r *reopening) finish() {
 		if err := r.batch.Flush(); err != nil {
 			r.server.log.Debug("replay flush", zap.String("session", r.id), zap.Error(err))
 		}
-		r.ss.present.send = r.server.updates
 	}
 	if r.restore != nil {
 		r.restore.Done()
@@ -310,7 +329,7 @@ func (r *reopening) finish() {
 
 // event receives each settled event: queued for drawing (session/load),
 // or folded into the history at once (session/resume).
-func (r *reopening) event(ev agent.Event) error {
+func (r *reopening) event(ev event.Event) error {
 	r.session()
 	r.events++
 	if r.drawQ != nil {

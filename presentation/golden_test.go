@@ -15,6 +15,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
@@ -86,7 +87,7 @@ type scenario struct {
 	args string
 	cfg  tools.Config
 	ex   *scriptedExec
-	res  *tools.Result // the recorded result of a call that did not run
+	res  *event.Result // the recorded result of a call that did not run
 }
 
 func scenarios() []scenario {
@@ -174,7 +175,7 @@ func scenarios() []scenario {
 		{
 			name: "declined", tool: "bash",
 			args: `{"command":"rm -rf build","description":"Remove the build directory"}`,
-			res:  &tools.Result{Text: "The user rejected this command.", IsError: true, Declined: "rejected by the user"},
+			res:  &event.Result{Text: "The user rejected this command.", IsError: true, Declined: "rejected by the user"},
 		},
 		{
 			name: "background_start", tool: "bash",
@@ -211,7 +212,7 @@ func scenarios() []scenario {
 		{
 			name: "unknown_tool", tool: "python",
 			args: `{"code":"print(1)"}`,
-			res:  &tools.Result{Text: "unknown tool \"python\"", IsError: true},
+			res:  &event.Result{Text: "unknown tool \"python\"", IsError: true},
 		},
 	}
 }
@@ -221,7 +222,7 @@ type golden struct {
 	Tool         string              `json:"tool"`
 	Args         string              `json:"args"`               // as the model sent them (maybe not JSON)
 	Streamed     []string            `json:"streamed,omitempty"` // Call.Output pieces, in order
-	Result       tools.Result        `json:"result"`
+	Result       event.Result        `json:"result"`
 	CallIntent   tools.CallIntent    `json:"callIntent"`
 	ResultIntent tools.ResultIntent  `json:"resultIntent"`
 	Wire         map[string][]wireUp `json:"wire"`
@@ -236,7 +237,7 @@ func play(t *testing.T, sc scenario) golden {
 	if ex == nil {
 		ex = &scriptedExec{}
 	}
-	set := tools.NewSet(ex, sc.cfg)
+	set := tools.NewBash(ex, sc.cfg)
 	g := golden{Tool: sc.tool, Args: sc.args}
 	if sc.res != nil {
 		g.Result = *sc.res
@@ -278,13 +279,13 @@ func play(t *testing.T, sc scenario) golden {
 	return g
 }
 
-func roundTrip(t *testing.T, r tools.Result) tools.Result {
+func roundTrip(t *testing.T, r event.Result) event.Result {
 	t.Helper()
 	b, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back tools.Result
+	var back event.Result
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,9 @@ func CardOutput(callID, data string, caps Caps) (u acp.SessionUpdate, ok bool) {
 // A terminal card (caps.Terminal and a terminal opened intent) is finished
 // with _meta.terminal_exit; when its output was not streamed (streamed is
 // false: a replay, or a live run whose chunks were not forwarded), a
-// terminal_output update with the whole res.Output comes first. Its content
+// terminal_output update with the whole res.Output comes first. A result
+// with a Reason ends the terminal's output with it (see ReasonPrefix), live
+// and on replay alike. Its content
 // keeps the terminal; a generic result (an error, a declined call) adds its
 // text after it. Without the capability, a terminal result's content is the
 // description and the output in a fenced console block. A generic result
@@ -124,10 +126,14 @@ func CloseCard(callID string, opened tools.CallIntent, res tools.ResultIntent, c
 	switch {
 	case isTerminal(opened, caps):
 		final.Meta = map[string]any{metaTerminalExit: exitOf(callID, res)}
-		if !streamed && res.Output != "" {
+		out := reasonLine(res.Output, res.Reason)
+		if !streamed {
 			// Replay: the whole output rides on the final update (Zed
 			// applies the output before the exit), one update per card less.
-			final.Meta[metaTerminalOutput] = terminalOutputOf(callID, res.Output)
+			out = res.Output + out
+		}
+		if out != "" {
+			final.Meta[metaTerminalOutput] = terminalOutputOf(callID, out)
 		}
 		if res.Card != tools.CardTerminal && len(res.Content) > 0 {
 			content := append(openContent(opened), acp.ToolTerminalRef(callID))
@@ -142,6 +148,23 @@ func CloseCard(callID string, opened tools.CallIntent, res tools.ResultIntent, c
 		final.Content = append(openContent(opened), textBlocks(res.Content...)...)
 	}
 	return append(updates, acp.SessionUpdate{ToolCallUpdate: final})
+}
+
+// ReasonPrefix marks the line a terminal card ends with when its call did
+// not run normally, so it cannot be taken for the command's own output.
+const ReasonPrefix = "dsh-acp: "
+
+// reasonLine is the terminal output that shows reason after output: on a
+// line of its own, marked with ReasonPrefix; "" when there is no reason.
+func reasonLine(output, reason string) string {
+	if reason == "" {
+		return ""
+	}
+	line := ReasonPrefix + reason + "\n"
+	if output != "" && !strings.HasSuffix(output, "\n") {
+		line = "\n" + line
+	}
+	return line
 }
 
 // Replay is a finished call's whole card, for session/load: OpenCard then

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/replay"
 )
 
@@ -27,17 +27,17 @@ func ExampleStore_Stream() {
 		panic(err)
 	}
 	args := json.RawMessage(`{"command":"sleep 100"}`)
-	j.Append(agent.UserPrompt{Text: "wait a while"})
-	j.Append(agent.ToolCall{ID: "call_1", Name: "bash", Args: args})
+	j.Append(event.UserPrompt{Text: "wait a while"})
+	j.Append(event.ToolCall{ID: "call_1", Name: "bash", Args: args})
 	j.Close() // the daemon stops before the command ends
 
-	settler := replay.NewSettler(func(ev agent.Event) error {
+	settler := replay.NewSettler(func(ev event.Event) error {
 		switch e := ev.(type) {
-		case agent.UserPrompt:
+		case event.UserPrompt:
 			fmt.Println("prompt:", e.Text)
-		case agent.ToolCall:
+		case event.ToolCall:
 			fmt.Println("call:", e.ID, string(e.Args))
-		case agent.ToolResult:
+		case event.ToolResult:
 			fmt.Println("result:", e.ID, e.Result.Text)
 		}
 		return nil

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 )
 
 // A journal damaged in any way (torn records, NULs, garbage, bad JSON of
@@ -23,7 +23,7 @@ func FuzzScan(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, damage []byte) {
 		input := string(damage) + "\n" + good + "\n"
-		var last agent.Event
+		var last event.Event
 		warnings, err := Scan(strings.NewReader(input), func(r Record) error {
 			if r.Event != nil {
 				last = r.Event
@@ -33,7 +33,7 @@ func FuzzScan(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Scan stopped: %v", err)
 		}
-		if p, ok := last.(agent.UserPrompt); !ok || p.Text != "after the damage" {
+		if p, ok := last.(event.UserPrompt); !ok || p.Text != "after the damage" {
 			t.Fatalf("the good record after the damage was lost (last %#v, warnings %q)", last, warnings)
 		}
 		if len(warnings) > maxWarnings+1 {

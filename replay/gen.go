@@ -8,8 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dsh-acp/dsh-acp/internal/agent"
-	"github.com/dsh-acp/dsh-acp/tools"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 )
 
 // GenerateJournal writes a synthetic journal to w: a session header, one
@@ -25,23 +24,23 @@ func GenerateJournal(w io.Writer, calls int, sessionID, cwd string) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	g := generator{w: bw, enc: newEncoder(), t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	g.put(&wireRecord{Type: typeSession, ID: sessionID, Cwd: cwd, Created: g.t, DaemonVersion: "generated"})
-	g.event(agent.UserPrompt{Text: fmt.Sprintf("run %d commands and tell me how it went", calls)})
+	g.event(event.UserPrompt{Text: fmt.Sprintf("run %d commands and tell me how it went", calls)})
 	for i := range calls {
 		id := fmt.Sprintf("call_%06d", i)
 		args := json.RawMessage(fmt.Sprintf(`{"command":"ls -la /tmp/dir%d","description":"List directory %d"}`, i, i))
-		g.event(agent.AssistantMessage{
+		g.event(event.AssistantMessage{
 			Reasoning: fmt.Sprintf("Step %d: look at the next directory.", i),
-			ToolCalls: []agent.ToolCallInfo{{ID: id, Name: "bash", Args: args}},
+			ToolCalls: []event.CallInfo{{ID: id, Name: "bash", Args: args}},
 		})
-		g.event(agent.ToolCall{ID: id, Name: "bash", Args: args})
+		g.event(event.ToolCall{ID: id, Name: "bash", Args: args})
 		out := generatedOutput(i)
 		code := 0
-		g.event(agent.ToolResult{ID: id, Name: "bash", Args: args, Result: tools.Result{
-			Text: out, ExitCode: &code, CardOutput: out,
+		g.event(event.ToolResult{ID: id, Name: "bash", Args: args, Result: event.Result{
+			Text: out, CardOutput: out, Payload: json.RawMessage(fmt.Sprintf(`{"exitCode":%d}`, code)),
 		}})
 	}
-	g.event(agent.AssistantMessage{Text: fmt.Sprintf("All %d commands ran.", calls)})
-	g.event(agent.TurnEnd{StopReason: agent.EndTurn})
+	g.event(event.AssistantMessage{Text: fmt.Sprintf("All %d commands ran.", calls)})
+	g.event(event.TurnEnd{StopReason: event.EndTurn})
 	if g.err != nil {
 		return fmt.Errorf("generate journal: %w", g.err)
 	}
@@ -68,7 +67,7 @@ type generator struct {
 	err error
 }
 
-func (g *generator) event(ev agent.Event) {
+func (g *generator) event(ev event.Event) {
 	var r wireRecord
 	if _, err := fromEvent(ev, &r); err != nil && g.err == nil {
 		g.err = err

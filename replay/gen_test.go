@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 )
 
 func TestGenerateJournal(t *testing.T) {
@@ -26,7 +26,7 @@ func TestGenerateJournal(t *testing.T) {
 	if len(l.Events) != 1+30+2 || l.LastSeq != 34 {
 		t.Errorf("%d events, last seq %d", len(l.Events), l.LastSeq)
 	}
-	res := l.Events[3].(agent.ToolResult)
+	res := l.Events[3].(event.ToolResult)
 	if n := len(res.Result.CardOutput); n < 200 || n > 1000 {
 		t.Errorf("generated output of %d bytes", n)
 	}

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 )
 
 // Journal is the single writer of one session's journal. It holds the
@@ -79,8 +79,8 @@ func (j *Journal) ID() string { return j.id }
 // an intact file).
 func (j *Journal) Repaired() int64 { return j.repaired }
 
-// Append records ev. The streaming-only events (agent.TextDelta,
-// agent.ThoughtDelta, agent.ToolOutput) are not journaled: Append ignores
+// Append records ev. The streaming-only events (event.TextDelta,
+// event.ThoughtDelta, event.ToolOutput) are not journaled: Append ignores
 // them and returns nil. An event type it does not know fails with
 // ErrUnknownEvent. A TurnEnd starts an fsync in the background (the reply
 // to the client never waits for the disk); a failure of it is returned by
@@ -90,13 +90,13 @@ func (j *Journal) Repaired() int64 { return j.repaired }
 // When a write fails, the partial record is cut away and the error
 // returned; the journal stays usable. If the cut fails too, every later
 // call fails with that error.
-func (j *Journal) Append(ev agent.Event) error {
+func (j *Journal) Append(ev event.Event) error {
 	var r wireRecord
 	ok, err := fromEvent(ev, &r)
 	if err != nil || !ok {
 		return err
 	}
-	_, end := ev.(agent.TurnEnd)
+	_, end := ev.(event.TurnEnd)
 	return j.write(&r, end)
 }
 

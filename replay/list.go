@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 // Summary describes a stored session for a session list.
@@ -133,7 +135,7 @@ func (s *Store) summary(e entry) (Summary, bool) {
 // collapsed, cut with "…" when too long.
 func Title(prompt string) string {
 	for line := range strings.Lines(prompt) {
-		t := strings.Join(strings.Fields(clean(strings.TrimRight(line, "\r\n"))), " ")
+		t := strings.Join(strings.Fields(tools.CleanTerminalText(strings.TrimRight(line, "\r\n"))), " ")
 		if t == "" {
 			continue
 		}

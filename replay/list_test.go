@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 )
 
 func TestTitle(t *testing.T) {
@@ -17,7 +17,7 @@ func TestTitle(t *testing.T) {
 		{"list the files", "list the files"},
 		{"\n\n  fix   the\tbuild  \nsecond line", "fix the build"},
 		{"\x1b[31mred\x1b[0m alert\r\n", "red alert"},
-		{"bell\a and \x1b]0;title\a osc", "bell^G and osc"},
+		{"bell\a and \x1b]0;title\a osc", "bell and osc"},
 		{strings.Repeat("word ", 30), strings.TrimSpace(strings.Repeat("word ", 16)) + "…"},
 		{strings.Repeat("é", 100), strings.Repeat("é", 79) + "…"},
 		{"bad \xff utf8", "bad \uFFFD utf8"},
@@ -43,7 +43,7 @@ func listStore(t *testing.T) (*Store, string) {
 		id := "s" + string(rune('1'+i))
 		j := mustCreate(t, s, id, cwd)
 		if i != 3 { // s4 has no prompt yet
-			mustAppend(t, j, agent.UserPrompt{Text: "prompt of " + id + "\nmore"}, agent.UserPrompt{Text: "second prompt"})
+			mustAppend(t, j, event.UserPrompt{Text: "prompt of " + id + "\nmore"}, event.UserPrompt{Text: "second prompt"})
 		}
 		j.Close()
 		mt := base.Add(time.Duration(i) * time.Minute)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 )
 
 // helperEnv makes the test binary act as a second process (see
@@ -87,7 +87,7 @@ func mustCreate(t *testing.T, s *Store, id, cwd string) *Journal {
 	return j
 }
 
-func mustAppend(t *testing.T, j *Journal, evs ...agent.Event) {
+func mustAppend(t *testing.T, j *Journal, evs ...event.Event) {
 	t.Helper()
 	for _, ev := range evs {
 		if err := j.Append(ev); err != nil {

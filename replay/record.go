@@ -7,13 +7,13 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/dsh-acp/dsh-acp/internal/agent"
-	"github.com/dsh-acp/dsh-acp/tools"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 )
 
-// Version is the journal format version this package writes. Readers skip
-// records with a newer version, with a warning.
-const Version = 1
+// Version is the journal format version this package writes. Readers also
+// read version 1 (see v1Result) and skip records with a newer version, with
+// a warning.
+const Version = 2
 
 const (
 	// MaxLine is the longest record, newline included, that Append writes
@@ -21,10 +21,12 @@ const (
 	// found in a file, skipped with a warning.
 	MaxLine = 64 << 20
 
-	// MaxCardOutput caps the card output (tools.Result.CardOutput) that a
-	// tool_result record keeps. Longer output keeps its tail, after a line
-	// saying how many bytes were dropped.
-	MaxCardOutput = 2 << 20
+	// MaxCardOutput caps the card output (event.Result.CardOutput) that a
+	// tool_result record keeps: event.MaxCardOutput, the cap the tools
+	// apply live, so a replayed card shows exactly what the live one did.
+	// Longer output (a journal written by a tool that did not cap) keeps
+	// its tail, after a line saying how many bytes were dropped.
+	MaxCardOutput = event.MaxCardOutput
 )
 
 // Record types, the "type" field of a line.
@@ -34,6 +36,7 @@ const (
 	typeAssistant  = "assistant"
 	typeToolCall   = "tool_call"
 	typeToolResult = "tool_result"
+	typeDecision   = "decision"
 	typeNotice     = "notice"
 	typeError      = "error"
 	typeTurnEnd    = "turn_end"
@@ -61,7 +64,7 @@ type Record struct {
 	Seq    uint64
 	Time   time.Time
 	Header *Header
-	Event  agent.Event
+	Event  event.Event
 	State  *State
 }
 
@@ -99,10 +102,15 @@ type wireRecord struct {
 
 	Name string `json:"name,omitempty"`
 	wireArgs
-	Direct bool          `json:"direct,omitempty"`
-	Result *tools.Result `json:"result,omitempty"`
+	Direct bool        `json:"direct,omitempty"`
+	Result *wireResult `json:"result,omitempty"`
 
-	StopReason agent.StopReason `json:"stopReason,omitempty"`
+	Subject string `json:"subject,omitempty"`
+	Verdict string `json:"verdict,omitempty"`
+	Outcome string `json:"outcome,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+
+	StopReason event.StopReason `json:"stopReason,omitempty"`
 
 	Key   string          `json:"key,omitempty"`
 	Value json.RawMessage `json:"value,omitempty"`
@@ -146,11 +154,11 @@ func (w wireArgs) raw() json.RawMessage {
 
 // fromEvent fills r's type and payload from ev. It reports false for the
 // streaming-only events, which are not journaled.
-func fromEvent(ev agent.Event, r *wireRecord) (bool, error) {
+func fromEvent(ev event.Event, r *wireRecord) (bool, error) {
 	switch e := ev.(type) {
-	case agent.UserPrompt:
+	case event.UserPrompt:
 		r.Type, r.Text = typeUserPrompt, e.Text
-	case agent.AssistantMessage:
+	case event.AssistantMessage:
 		r.Type, r.Text, r.Reasoning = typeAssistant, e.Text, e.Reasoning
 		if len(e.ToolCalls) > 0 {
 			r.ToolCalls = make([]wireCall, len(e.ToolCalls))
@@ -158,19 +166,19 @@ func fromEvent(ev agent.Event, r *wireRecord) (bool, error) {
 				r.ToolCalls[i] = wireCall{ID: c.ID, Name: c.Name, wireArgs: encodeArgs(c.Args)}
 			}
 		}
-	case agent.ToolCall:
+	case event.ToolCall:
 		r.Type, r.ID, r.Name, r.wireArgs, r.Direct = typeToolCall, e.ID, e.Name, encodeArgs(e.Args), e.Direct
-	case agent.ToolResult:
-		res := e.Result
-		res.CardOutput = capCardOutput(res.CardOutput)
-		r.Type, r.ID, r.Name, r.wireArgs, r.Result = typeToolResult, e.ID, e.Name, encodeArgs(e.Args), &res
-	case agent.Notice:
+	case event.ToolResult:
+		r.Type, r.ID, r.Name, r.wireArgs, r.Result = typeToolResult, e.ID, e.Name, encodeArgs(e.Args), encodeResult(e.Result)
+	case event.Decision:
+		r.Type, r.ID, r.Subject, r.Verdict, r.Outcome, r.Reason = typeDecision, e.ID, e.Subject, e.Verdict, e.Outcome, e.Reason
+	case event.Notice:
 		r.Type, r.Text = typeNotice, e.Text
-	case agent.ErrorMessage:
+	case event.ErrorMessage:
 		r.Type, r.Text = typeError, e.Text
-	case agent.TurnEnd:
+	case event.TurnEnd:
 		r.Type, r.StopReason = typeTurnEnd, e.StopReason
-	case agent.TextDelta, agent.ThoughtDelta, agent.ToolOutput:
+	case event.TextDelta, event.ThoughtDelta, event.ToolOutput:
 		return false, nil
 	default:
 		return false, fmt.Errorf("%w: %T", ErrUnknownEvent, ev)
@@ -180,33 +188,35 @@ func fromEvent(ev agent.Event, r *wireRecord) (bool, error) {
 
 // toEvent returns the event an event record holds; ok is false for a type
 // that is not an event.
-func (r *wireRecord) toEvent() (ev agent.Event, ok bool) {
+func (r *wireRecord) toEvent() (ev event.Event, ok bool) {
 	switch r.Type {
 	case typeUserPrompt:
-		return agent.UserPrompt{Text: r.Text}, true
+		return event.UserPrompt{Text: r.Text}, true
 	case typeAssistant:
-		m := agent.AssistantMessage{Text: r.Text, Reasoning: r.Reasoning}
+		m := event.AssistantMessage{Text: r.Text, Reasoning: r.Reasoning}
 		if len(r.ToolCalls) > 0 {
-			m.ToolCalls = make([]agent.ToolCallInfo, len(r.ToolCalls))
+			m.ToolCalls = make([]event.CallInfo, len(r.ToolCalls))
 			for i, c := range r.ToolCalls {
-				m.ToolCalls[i] = agent.ToolCallInfo{ID: c.ID, Name: c.Name, Args: c.raw()}
+				m.ToolCalls[i] = event.CallInfo{ID: c.ID, Name: c.Name, Args: c.raw()}
 			}
 		}
 		return m, true
 	case typeToolCall:
-		return agent.ToolCall{ID: r.ID, Name: r.Name, Args: r.raw(), Direct: r.Direct}, true
+		return event.ToolCall{ID: r.ID, Name: r.Name, Args: r.raw(), Direct: r.Direct}, true
 	case typeToolResult:
-		var res tools.Result
+		var res event.Result
 		if r.Result != nil {
-			res = *r.Result
+			res = r.Result.decode(r.V)
 		}
-		return agent.ToolResult{ID: r.ID, Name: r.Name, Args: r.raw(), Result: res}, true
+		return event.ToolResult{ID: r.ID, Name: r.Name, Args: r.raw(), Result: res}, true
+	case typeDecision:
+		return event.Decision{ID: r.ID, Subject: r.Subject, Verdict: r.Verdict, Outcome: r.Outcome, Reason: r.Reason}, true
 	case typeNotice:
-		return agent.Notice{Text: r.Text}, true
+		return event.Notice{Text: r.Text}, true
 	case typeError:
-		return agent.ErrorMessage{Text: r.Text}, true
+		return event.ErrorMessage{Text: r.Text}, true
 	case typeTurnEnd:
-		return agent.TurnEnd{StopReason: r.StopReason}, true
+		return event.TurnEnd{StopReason: r.StopReason}, true
 	}
 	return nil, false
 }

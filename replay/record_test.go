@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"path/filepath"
@@ -9,45 +10,41 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 func intp(n int) *int { return &n }
 
 func TestRoundTrip(t *testing.T) {
-	full := tools.Result{
-		Text: "out\n[stderr]\nerr\n[exit code: 2]", IsError: true, ExitCode: intp(2), Signal: "SIGTERM",
-		TimedOut: true, TimeoutMs: 5000, SpillPath: "/tmp/spill/x.log", Truncated: true,
-		CardOutput: "out\nerr\n", TaskID: "bash-3", TaskStatus: "completed", Declined: "rule",
-	}
+	full := tools.WithOutcome(event.Result{Text: "out\n[stderr]\nerr\n[exit code: 2]", IsError: true, CardOutput: "out\nerr\n", Declined: "rule", Task: &event.Task{ID: "bash-3", Status: "completed"}}, tools.Outcome{ExitCode: intp(2), Signal: "SIGTERM", TimedOut: true, TimeoutMs: 5000, SpillPath: "/tmp/spill/x.log", Truncated: true})
 	tests := []struct {
 		name string
-		ev   agent.Event
+		ev   event.Event
 		// wire is a substring the record's line must contain.
 		wire string
 	}{
-		{"user prompt", agent.UserPrompt{Text: "list <files> & \"more\"\nline two"}, `"type":"user_prompt","text":"list <files> & \"more\"\nline two"`},
-		{"assistant text only", agent.AssistantMessage{Text: "done"}, `"type":"assistant","text":"done"`},
-		{"assistant with calls", agent.AssistantMessage{Text: "t", Reasoning: "r", ToolCalls: []agent.ToolCallInfo{
+		{"user prompt", event.UserPrompt{Text: "list <files> & \"more\"\nline two"}, `"type":"user_prompt","text":"list <files> & \"more\"\nline two"`},
+		{"assistant text only", event.AssistantMessage{Text: "done"}, `"type":"assistant","text":"done"`},
+		{"assistant with calls", event.AssistantMessage{Text: "t", Reasoning: "r", ToolCalls: []event.CallInfo{
 			{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"ls"}`)},
 			{ID: "c2", Name: "bash", Args: json.RawMessage(`{"command": "ls"`)},
 		}}, `"toolCalls":[{"id":"c1","name":"bash","args":{"command":"ls"}},{"id":"c2","name":"bash","argsText":"{\"command\": \"ls\""}]`},
-		{"tool call compact args", agent.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"ls -la","timeoutMs":5}`)}, `"args":{"command":"ls -la","timeoutMs":5}`},
-		{"tool call invalid json", agent.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"ls`)}, `"argsText":"{\"command\":\"ls"`},
-		{"tool call not json at all", agent.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`ls -la`)}, `"argsText":"ls -la"`},
-		{"tool call spaced json", agent.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage("{ \"command\" : \"ls\" }\n")}, `"argsText":"{ \"command\" : \"ls\" }\n"`},
-		{"tool call json string", agent.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`"ls"`)}, `"args":"ls"`},
-		{"tool call null", agent.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`null`)}, `"args":null`},
-		{"tool call no args", agent.ToolCall{ID: "c1", Name: "bash"}, `"type":"tool_call","id":"c1","name":"bash"}`},
-		{"tool call html and separators", agent.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage("{\"c\":\"a<b && c>d \u2028\u2029 \\u003c é\"}")}, `"args":{"c":"a<b && c>d`},
-		{"tool call invalid utf-8", agent.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage("{\"c\":\"\xff\xfe\"}")}, `"argsBytes":"eyJjIjoi//4ifQ=="`},
-		{"direct call", agent.ToolCall{ID: "d1", Name: "bash", Args: json.RawMessage(`{"command":"make"}`), Direct: true}, `"direct":true`},
-		{"tool result every field", agent.ToolResult{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"x"`), Result: full}, `"argsText":"{\"command\":\"x\""`},
-		{"tool result exit 0", agent.ToolResult{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"true"}`), Result: tools.Result{Text: "", ExitCode: intp(0)}}, `"result":{"text":"","exitCode":0}`},
-		{"notice", agent.Notice{Text: "task bash-1 completed"}, `"type":"notice","text":"task bash-1 completed"`},
-		{"error", agent.ErrorMessage{Text: "provider: 401"}, `"type":"error","text":"provider: 401"`},
-		{"turn end", agent.TurnEnd{StopReason: agent.Cancelled}, `"type":"turn_end","stopReason":"cancelled"`},
+		{"tool call compact args", event.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"ls -la","timeoutMs":5}`)}, `"args":{"command":"ls -la","timeoutMs":5}`},
+		{"tool call invalid json", event.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"ls`)}, `"argsText":"{\"command\":\"ls"`},
+		{"tool call not json at all", event.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`ls -la`)}, `"argsText":"ls -la"`},
+		{"tool call spaced json", event.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage("{ \"command\" : \"ls\" }\n")}, `"argsText":"{ \"command\" : \"ls\" }\n"`},
+		{"tool call json string", event.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`"ls"`)}, `"args":"ls"`},
+		{"tool call null", event.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`null`)}, `"args":null`},
+		{"tool call no args", event.ToolCall{ID: "c1", Name: "bash"}, `"type":"tool_call","id":"c1","name":"bash"}`},
+		{"tool call html and separators", event.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage("{\"c\":\"a<b && c>d \u2028\u2029 \\u003c é\"}")}, `"args":{"c":"a<b && c>d`},
+		{"tool call invalid utf-8", event.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage("{\"c\":\"\xff\xfe\"}")}, `"argsBytes":"eyJjIjoi//4ifQ=="`},
+		{"direct call", event.ToolCall{ID: "d1", Name: "bash", Args: json.RawMessage(`{"command":"make"}`), Direct: true}, `"direct":true`},
+		{"tool result every field", event.ToolResult{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"x"`), Result: full}, `"argsText":"{\"command\":\"x\""`},
+		{"tool result exit 0", event.ToolResult{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"true"}`), Result: tools.WithOutcome(event.Result{Text: ""}, tools.Outcome{ExitCode: intp(0)})}, `"result":{"text":"","payload":{"exitCode":0}}`},
+		{"notice", event.Notice{Text: "task bash-1 completed"}, `"type":"notice","text":"task bash-1 completed"`},
+		{"error", event.ErrorMessage{Text: "provider: 401"}, `"type":"error","text":"provider: 401"`},
+		{"turn end", event.TurnEnd{StopReason: event.Cancelled}, `"type":"turn_end","stopReason":"cancelled"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,7 +59,7 @@ func TestRoundTrip(t *testing.T) {
 			if len(lines) != 2 {
 				t.Fatalf("got %d lines, want 2: %q", len(lines), lines)
 			}
-			if !strings.HasPrefix(lines[1], `{"v":1,"seq":2,"t":"2026-05-01T12:03:04.002Z",`) {
+			if !strings.HasPrefix(lines[1], `{"v":2,"seq":2,"t":"2026-05-01T12:03:04.002Z",`) {
 				t.Errorf("envelope: %s", lines[1])
 			}
 			if !strings.Contains(lines[1], tt.wire) {
@@ -87,7 +84,7 @@ func TestHeaderRecord(t *testing.T) {
 	j := mustCreate(t, s, "s1", "/home/u/p")
 	j.Close()
 	path, _ := s.Path("s1")
-	want := `{"v":1,"seq":1,"t":"2026-05-01T12:03:04.001Z","type":"session","id":"s1","cwd":"/home/u/p","created":"2026-05-01T12:03:04.001Z","daemonVersion":"test"}`
+	want := `{"v":2,"seq":1,"t":"2026-05-01T12:03:04.001Z","type":"session","id":"s1","cwd":"/home/u/p","created":"2026-05-01T12:03:04.001Z","daemonVersion":"test"}`
 	if got := readLines(t, path); len(got) != 1 || got[0] != want {
 		t.Errorf("header line\n got %q\nwant %q", got, want)
 	}
@@ -103,7 +100,7 @@ func TestHeaderRecord(t *testing.T) {
 func TestAppendSkipsStreamingEvents(t *testing.T) {
 	s, _ := newTestStore(t)
 	j := mustCreate(t, s, "s1", "/w")
-	for _, ev := range []agent.Event{agent.TextDelta{Text: "a"}, agent.ThoughtDelta{Text: "b"}, agent.ToolOutput{ID: "c", Data: "d"}} {
+	for _, ev := range []event.Event{event.TextDelta{Text: "a"}, event.ThoughtDelta{Text: "b"}, event.ToolOutput{ID: "c", Data: "d"}} {
 		if err := j.Append(ev); err != nil {
 			t.Errorf("Append(%T) = %v", ev, err)
 		}
@@ -124,7 +121,7 @@ func TestAppendSkipsStreamingEvents(t *testing.T) {
 func TestState(t *testing.T) {
 	s, _ := newTestStore(t)
 	j := mustCreate(t, s, "s1", "/w")
-	mustAppend(t, j, agent.UserPrompt{Text: "hi"})
+	mustAppend(t, j, event.UserPrompt{Text: "hi"})
 	for _, st := range []struct {
 		key string
 		val any
@@ -158,13 +155,13 @@ func TestCardOutputCap(t *testing.T) {
 		b.WriteString(strings.Repeat("é", 30) + " line\n")
 	}
 	out := b.String()
-	mustAppend(t, j, agent.ToolResult{ID: "c", Name: "bash", Result: tools.Result{Text: "short", CardOutput: out, ExitCode: intp(0)}})
+	mustAppend(t, j, event.ToolResult{ID: "c", Name: "bash", Result: tools.WithOutcome(event.Result{Text: "short", CardOutput: out}, tools.Outcome{ExitCode: intp(0)})})
 	j.Close()
 	l, err := s.Load("s1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := l.Events[0].(agent.ToolResult).Result.CardOutput
+	got := l.Events[0].(event.ToolResult).Result.CardOutput
 	marker, tail, _ := strings.Cut(got, "\n")
 	if len(got) > MaxCardOutput || !strings.HasSuffix(out, tail) || !strings.HasSuffix(marker, "bytes of earlier output not journaled]") {
 		t.Errorf("capped output: %d bytes, marker %q, tail is suffix: %v", len(got), marker, strings.HasSuffix(out, tail))
@@ -178,10 +175,10 @@ func TestAppendTooLarge(t *testing.T) {
 	s, _ := newTestStore(t)
 	j := mustCreate(t, s, "s1", "/w")
 	j.enc.max = 200
-	if err := j.Append(agent.UserPrompt{Text: strings.Repeat("x", 300)}); !errors.Is(err, ErrTooLarge) {
+	if err := j.Append(event.UserPrompt{Text: strings.Repeat("x", 300)}); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("Append = %v, want ErrTooLarge", err)
 	}
-	mustAppend(t, j, agent.UserPrompt{Text: "small"})
+	mustAppend(t, j, event.UserPrompt{Text: "small"})
 	j.Close()
 	l, err := s.Load("s1")
 	if err != nil {
@@ -200,7 +197,7 @@ func TestConcurrentAppend(t *testing.T) {
 	for w := range writers {
 		wg.Go(func() {
 			for i := range each {
-				if err := j.Append(agent.Notice{Text: strings.Repeat("n", w*10+i)}); err != nil {
+				if err := j.Append(event.Notice{Text: strings.Repeat("n", w*10+i)}); err != nil {
 					t.Error(err)
 				}
 			}
@@ -231,7 +228,7 @@ func TestClosedJournal(t *testing.T) {
 	if err := j.Close(); err != nil {
 		t.Errorf("second Close = %v", err)
 	}
-	if err := j.Append(agent.UserPrompt{}); !errors.Is(err, ErrClosed) {
+	if err := j.Append(event.UserPrompt{}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Append after Close = %v", err)
 	}
 	if err := j.Sync(); !errors.Is(err, ErrClosed) {
@@ -239,5 +236,80 @@ func TestClosedJournal(t *testing.T) {
 	}
 	if filepath.Base(s.Dir()) != "sessions" {
 		t.Errorf("Dir = %s", s.Dir())
+	}
+}
+
+// A version 1 tool_result kept bash's fields beside the text; it reads as
+// the tool-agnostic result with those fields as bash's payload and the
+// task as Task, exactly what the tools write today.
+func TestReadsVersion1Results(t *testing.T) {
+	line := `{"v":1,"seq":3,"t":"2026-05-01T12:03:04Z","type":"tool_result","id":"c1","name":"bash","args":{"command":"x"},` +
+		`"result":{"text":"out","isError":true,"exitCode":2,"signal":"SIGTERM","timedOut":true,"timeoutMs":5,"spillPath":"/s","truncated":true,"cardOutput":"o","taskId":"bash-1","taskStatus":"completed","declined":"no"}}`
+	l, err := Read(strings.NewReader(line + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := l.Events[0].(event.ToolResult).Result
+	want := event.Result{Text: "out", IsError: true, Declined: "no", CardOutput: "o",
+		Task:    &event.Task{ID: "bash-1", Status: "completed"},
+		Payload: json.RawMessage(`{"exitCode":2,"signal":"SIGTERM","timedOut":true,"timeoutMs":5,"spillPath":"/s","truncated":true}`)}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+}
+
+// A card of control bytes (a capture of /dev/zero) is kept compact: the
+// line for a full 2 MiB card of NULs stays under 2.2 MiB, and it reads back
+// byte for byte.
+func TestCardOutputOfControlBytesIsCompact(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		card string
+	}{
+		{"NULs", strings.Repeat("\x00", MaxCardOutput)},
+		{"escapes", strings.Repeat("\x1b[31mred\x1b[0m\x01\x02", MaxCardOutput/14)},
+		{"text", strings.Repeat("plain text line\n", 1000)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var r wireRecord
+			if _, err := fromEvent(event.ToolResult{ID: "c", Name: "bash", Result: event.Result{Text: "t", CardOutput: tt.card}}, &r); err != nil {
+				t.Fatal(err)
+			}
+			r.V = Version
+			line, err := newEncoder().line(&r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(line) > 2200<<10 {
+				t.Errorf("line of %d bytes for a %d-byte card", len(line), len(tt.card))
+			}
+			l, err := Read(bytes.NewReader(line))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := l.Events[0].(event.ToolResult).Result.CardOutput; got != tt.card {
+				t.Errorf("card output does not round-trip (%d bytes back of %d)", len(got), len(tt.card))
+			}
+		})
+	}
+}
+
+func TestDecisionRoundTrip(t *testing.T) {
+	d := event.Decision{ID: "c1", Subject: "rm -rf build", Verdict: event.VerdictAsk, Outcome: "reject", Reason: "declined"}
+	var r wireRecord
+	if _, err := fromEvent(d, &r); err != nil {
+		t.Fatal(err)
+	}
+	r.V = Version
+	line, err := newEncoder().line(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Read(bytes.NewReader(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Events[0]; !reflect.DeepEqual(got, d) {
+		t.Errorf("got %+v, want %+v", got, d)
 	}
 }

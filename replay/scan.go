@@ -9,7 +9,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 )
 
 // maxWarnings bounds the warnings a read collects; the rest are counted.
@@ -18,10 +18,10 @@ const maxWarnings = 100
 // Loaded is a whole journal, decoded.
 type Loaded struct {
 	Header Header
-	// Events are the journaled events in order, typed (agent.UserPrompt,
-	// agent.AssistantMessage, …), as recorded: see Settle for calls that
+	// Events are the journaled events in order, typed (event.UserPrompt,
+	// event.AssistantMessage, …), as recorded: see Settle for calls that
 	// never got a result.
-	Events []agent.Event
+	Events []event.Event
 	// State holds the latest value of each state key.
 	State map[string]json.RawMessage
 	// Warnings describe what was skipped: bad lines, NUL runs, a torn last

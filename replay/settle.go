@@ -1,8 +1,7 @@
 package replay
 
 import (
-	"github.com/dsh-acp/dsh-acp/internal/agent"
-	"github.com/dsh-acp/dsh-acp/tools"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 )
 
 // Texts of the synthetic results Settle gives calls that never got one, and
@@ -18,18 +17,9 @@ const (
 	TurnEndedText           = "interrupted: the turn ended while this command ran"
 	TurnEndedNotStartedText = "interrupted: the turn ended before this command ran"
 	// GoneNote is what a replay shows for a background task that was still
-	// running when last recorded (see IsBackgroundStart).
+	// running when last recorded (see Settler.RunningTasks).
 	GoneNote = "this background task belonged to an earlier run of the daemon and is gone"
 )
-
-// IsBackgroundStart reports whether r left a background task running when
-// it was recorded: the result of a bash run_in_background start (TaskID set,
-// TaskStatus "running"), and equally a bash_output read of a task still
-// running. On replay such a task is gone: show GoneNote. To show it only
-// where the task was last seen, see Settler.RunningTasks.
-func IsBackgroundStart(r tools.Result) bool {
-	return r.TaskID != "" && r.TaskStatus == "running"
-}
 
 // Settler closes, on the fly, the tool calls of a recorded event stream that
 // never got a result, so a replayed conversation is well formed (every tool
@@ -46,48 +36,48 @@ func IsBackgroundStart(r tools.Result) bool {
 //
 // A Settler is not safe for concurrent use.
 type Settler struct {
-	emit  func(agent.Event) error
+	emit  func(event.Event) error
 	open  []openCall
 	tasks map[string]string // task id → last status seen
 	order []string          // task ids in order of first appearance
 }
 
 type openCall struct {
-	agent.ToolCallInfo
+	event.CallInfo
 	started bool
 }
 
 // NewSettler returns a Settler that passes events to emit.
-func NewSettler(emit func(agent.Event) error) *Settler {
+func NewSettler(emit func(event.Event) error) *Settler {
 	return &Settler{emit: emit, tasks: map[string]string{}}
 }
 
 // Push passes ev on, preceded by the synthetic results it calls for. It
 // returns emit's first error.
-func (s *Settler) Push(ev agent.Event) error {
+func (s *Settler) Push(ev event.Event) error {
 	switch e := ev.(type) {
-	case agent.UserPrompt:
+	case event.UserPrompt:
 		if err := s.flush(InterruptedText, NotStartedText); err != nil {
 			return err
 		}
-	case agent.TurnEnd:
+	case event.TurnEnd:
 		if err := s.flush(TurnEndedText, TurnEndedNotStartedText); err != nil {
 			return err
 		}
-	case agent.AssistantMessage:
+	case event.AssistantMessage:
 		for _, c := range e.ToolCalls {
 			if s.find(c.ID) < 0 {
-				s.open = append(s.open, openCall{ToolCallInfo: c})
+				s.open = append(s.open, openCall{CallInfo: c})
 			}
 		}
-	case agent.ToolCall:
-		info := agent.ToolCallInfo{ID: e.ID, Name: e.Name, Args: e.Args}
+	case event.ToolCall:
+		info := event.CallInfo{ID: e.ID, Name: e.Name, Args: e.Args}
 		if i := s.find(e.ID); i >= 0 {
-			s.open[i] = openCall{ToolCallInfo: info, started: true}
+			s.open[i] = openCall{CallInfo: info, started: true}
 		} else {
-			s.open = append(s.open, openCall{ToolCallInfo: info, started: true})
+			s.open = append(s.open, openCall{CallInfo: info, started: true})
 		}
-	case agent.ToolResult:
+	case event.ToolResult:
 		if i := s.find(e.ID); i >= 0 {
 			s.open = append(s.open[:i], s.open[i+1:]...)
 		}
@@ -108,21 +98,21 @@ func (s *Settler) Close() error {
 func (s *Settler) RunningTasks() []string {
 	var ids []string
 	for _, id := range s.order {
-		if s.tasks[id] == "running" {
+		if s.tasks[id] == event.TaskRunning {
 			ids = append(ids, id)
 		}
 	}
 	return ids
 }
 
-func (s *Settler) noteTask(r tools.Result) {
-	if r.TaskID == "" || r.TaskStatus == "" {
+func (s *Settler) noteTask(r event.Result) {
+	if r.Task == nil || r.Task.ID == "" || r.Task.Status == "" {
 		return
 	}
-	if _, seen := s.tasks[r.TaskID]; !seen {
-		s.order = append(s.order, r.TaskID)
+	if _, seen := s.tasks[r.Task.ID]; !seen {
+		s.order = append(s.order, r.Task.ID)
 	}
-	s.tasks[r.TaskID] = r.TaskStatus
+	s.tasks[r.Task.ID] = r.Task.Status
 }
 
 func (s *Settler) find(id string) int {
@@ -141,11 +131,11 @@ func (s *Settler) flush(startedText, notStartedText string) error {
 		text := startedText
 		if !c.started {
 			text = notStartedText
-			if err := s.emit(agent.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args}); err != nil {
+			if err := s.emit(event.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args}); err != nil {
 				return err
 			}
 		}
-		res := agent.ToolResult{ID: c.ID, Name: c.Name, Args: c.Args, Result: tools.Result{Text: text, IsError: true}}
+		res := event.ToolResult{ID: c.ID, Name: c.Name, Args: c.Args, Result: event.Result{Text: text, IsError: true}}
 		if err := s.emit(res); err != nil {
 			return err
 		}
@@ -155,9 +145,9 @@ func (s *Settler) flush(startedText, notStartedText string) error {
 
 // Settle returns events with every tool call that never got a result closed
 // by a synthetic one, as a Settler does. events is not modified.
-func Settle(events []agent.Event) []agent.Event {
-	out := make([]agent.Event, 0, len(events))
-	s := NewSettler(func(ev agent.Event) error {
+func Settle(events []event.Event) []event.Event {
+	out := make([]event.Event, 0, len(events))
+	s := NewSettler(func(ev event.Event) error {
 		out = append(out, ev)
 		return nil
 	})

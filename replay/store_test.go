@@ -10,8 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dsh-acp/dsh-acp/internal/agent"
-	"github.com/dsh-acp/dsh-acp/tools"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 )
 
 func mode(t *testing.T, path string) fs.FileMode {
@@ -223,7 +222,7 @@ func TestTornLastLine(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, _ := newTestStore(t)
 			j := mustCreate(t, s, "s1", "/w")
-			mustAppend(t, j, agent.UserPrompt{Text: "one"}, agent.TurnEnd{StopReason: agent.EndTurn})
+			mustAppend(t, j, event.UserPrompt{Text: "one"}, event.TurnEnd{StopReason: event.EndTurn})
 			j.Close()
 			path, _ := s.Path("s1")
 			before := mustLstat(t, path).Size()
@@ -244,14 +243,14 @@ func TestTornLastLine(t *testing.T) {
 			if j.Repaired() != int64(len(tt.tail)) || mustLstat(t, path).Size() != before {
 				t.Errorf("repaired %d bytes, size %d, want %d and %d", j.Repaired(), mustLstat(t, path).Size(), len(tt.tail), before)
 			}
-			mustAppend(t, j, agent.UserPrompt{Text: "two"})
+			mustAppend(t, j, event.UserPrompt{Text: "two"})
 			j.Close()
 
 			l, err = s.Load("s1")
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []agent.Event{agent.UserPrompt{Text: "one"}, agent.TurnEnd{StopReason: agent.EndTurn}, agent.UserPrompt{Text: "two"}}
+			want := []event.Event{event.UserPrompt{Text: "one"}, event.TurnEnd{StopReason: event.EndTurn}, event.UserPrompt{Text: "two"}}
 			if len(l.Warnings) != 0 || len(l.Events) != 3 || l.Events[2] != want[2] || l.LastSeq != 4 {
 				t.Errorf("after repair: events %#v, warnings %q, last seq %d", l.Events, l.Warnings, l.LastSeq)
 			}
@@ -279,7 +278,7 @@ func TestOpenAppendSeq(t *testing.T) {
 	s, _ := newTestStore(t)
 	j := mustCreate(t, s, "s1", "/w")
 	for range 300 {
-		mustAppend(t, j, agent.ToolResult{ID: "c", Name: "bash", Result: tools.Result{CardOutput: strings.Repeat("o", 1000)}})
+		mustAppend(t, j, event.ToolResult{ID: "c", Name: "bash", Result: event.Result{CardOutput: strings.Repeat("o", 1000)}})
 	}
 	j.Close()
 	path, _ := s.Path("s1")
@@ -288,10 +287,10 @@ func TestOpenAppendSeq(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustAppend(t, j, agent.UserPrompt{Text: "next"})
+	mustAppend(t, j, event.UserPrompt{Text: "next"})
 	j.Close()
 	lines := readLines(t, path)
-	if last := lines[len(lines)-1]; !strings.HasPrefix(last, `{"v":1,"seq":302,`) {
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, `{"v":2,"seq":302,`) {
 		t.Errorf("last line %.40s", last)
 	}
 }
@@ -299,7 +298,7 @@ func TestOpenAppendSeq(t *testing.T) {
 func TestBadLines(t *testing.T) {
 	s, state := newTestStore(t)
 	j := mustCreate(t, s, "s1", "/w")
-	mustAppend(t, j, agent.UserPrompt{Text: "one"})
+	mustAppend(t, j, event.UserPrompt{Text: "one"})
 	j.Close()
 	path := filepath.Join(state, "sessions", "s1.jsonl")
 	good := func(seq int, text string) string {
@@ -313,8 +312,8 @@ func TestBadLines(t *testing.T) {
 		{good(3, "a"), ""},
 		{strings.Repeat("\x00", 64), "line 5: 64 NUL bytes skipped"},
 		{strings.Repeat("\x00", 10) + good(4, "after NULs"), "line 6: 10 NUL bytes skipped"},
-		{`{"v":2,"seq":5,"type":"notice","text":{"rich":true}}`, "line 7: notice record of version 2 is newer"},
-		{`{"v":2,"seq":5,"type":"notice","text":"x"}`, "line 8: notice record of version 2 is newer"},
+		{`{"v":3,"seq":5,"type":"notice","text":{"rich":true}}`, "line 7: notice record of version 3 is newer"},
+		{`{"v":3,"seq":5,"type":"notice","text":"x"}`, "line 8: notice record of version 3 is newer"},
 		{`{"v":1,"seq":5,"type":"hologram"}`, `line 9: unknown record type "hologram"`},
 		{``, "line 10: blank"},
 		{`{"seq":5,"type":"notice"}`, "line 11: record without a version"},
@@ -337,9 +336,9 @@ func TestBadLines(t *testing.T) {
 	}
 	var texts []string
 	for _, ev := range l.Events[1:] {
-		texts = append(texts, ev.(agent.Notice).Text)
+		texts = append(texts, ev.(event.Notice).Text)
 	}
-	if got := strings.Join(texts, ","); got != "a,after NULs,b,old seq,c,d" || l.Events[0] != (agent.UserPrompt{Text: "one"}) {
+	if got := strings.Join(texts, ","); got != "a,after NULs,b,old seq,c,d" || l.Events[0] != (event.UserPrompt{Text: "one"}) {
 		t.Errorf("events %#v", l.Events)
 	}
 	var want []string
@@ -414,7 +413,7 @@ func TestReadWithoutHeader(t *testing.T) {
 func TestStream(t *testing.T) {
 	s, _ := newTestStore(t)
 	j := mustCreate(t, s, "s1", "/w")
-	mustAppend(t, j, agent.UserPrompt{Text: "one"}, agent.Notice{Text: "n"}, agent.TurnEnd{StopReason: agent.EndTurn})
+	mustAppend(t, j, event.UserPrompt{Text: "one"}, event.Notice{Text: "n"}, event.TurnEnd{StopReason: event.EndTurn})
 	if err := j.AppendState("mode", "ask"); err != nil {
 		t.Fatal(err)
 	}
@@ -452,13 +451,13 @@ func TestStream(t *testing.T) {
 	}
 }
 
-func typeName(ev agent.Event) string {
+func typeName(ev event.Event) string {
 	switch ev.(type) {
-	case agent.UserPrompt:
+	case event.UserPrompt:
 		return "UserPrompt"
-	case agent.Notice:
+	case event.Notice:
 		return "Notice"
-	case agent.TurnEnd:
+	case event.TurnEnd:
 		return "TurnEnd"
 	}
 	return "other"

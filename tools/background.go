@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 )
 
 // bashOutput reads a background task's new output.
@@ -24,7 +25,16 @@ func (t *bashOutput) Schema() json.RawMessage { return t.schema }
 // Run reads the output the task produced since the previous read, with a
 // status line. It never blocks. An unknown task, or one owned by another
 // session, is an IsError result carrying the executor's error text.
-func (t *bashOutput) Run(_ context.Context, call Call) Result {
+// Needs is nothing: a task's owner is checked by the executor, so a call
+// can only read the session's own tasks.
+func (t *bashOutput) Needs(args json.RawMessage) (Need, error) {
+	if _, err := decodeTaskID(args); err != nil {
+		return Need{}, err
+	}
+	return Need{Kind: NeedNothing}, nil
+}
+
+func (t *bashOutput) Run(_ context.Context, call Call) event.Result {
 	id, err := decodeTaskID(call.Args)
 	if err != nil {
 		return errorResult(err)
@@ -50,15 +60,13 @@ func (t *bashOutput) Run(_ context.Context, call Call) Result {
 		body = "(no new output)"
 	}
 	text, cut := assemble(t.cfg.OutputLimit, body, "", markers)
-	r := Result{
-		Text:       text,
-		TaskID:     id,
-		TaskStatus: rr.Status.String(),
-		Truncated:  cut || rr.Lost > 0,
-		SpillPath:  rr.SpillPath,
+	r := result{
+		Result:  event.Result{Text: text},
+		Outcome: Outcome{Truncated: cut || rr.Lost > 0, SpillPath: rr.SpillPath},
 	}
+	r.setTask(id, rr.Status.String())
 	setExit(&r, rr.Status, rr.ExitCode, rr.Signal)
-	return r
+	return r.event()
 }
 
 // bashKill stops a background task.
@@ -75,7 +83,15 @@ func (t *bashKill) Schema() json.RawMessage { return t.schema }
 // Run kills the task and waits (bounded by the executor's grace period) for
 // it to die. Killing a finished task is a reported no-op; an unknown task or
 // one owned by another session is an IsError result.
-func (t *bashKill) Run(ctx context.Context, call Call) Result {
+// Needs is nothing: only the session's own tasks can be killed.
+func (t *bashKill) Needs(args json.RawMessage) (Need, error) {
+	if _, err := decodeTaskID(args); err != nil {
+		return Need{}, err
+	}
+	return Need{Kind: NeedNothing}, nil
+}
+
+func (t *bashKill) Run(ctx context.Context, call Call) event.Result {
 	id, err := decodeTaskID(call.Args)
 	if err != nil {
 		return errorResult(err)
@@ -89,15 +105,16 @@ func (t *bashKill) Run(ctx context.Context, call Call) Result {
 	if kr.AlreadyFinished {
 		text = fmt.Sprintf("Background task %s had already finished [status: %s]; nothing to kill.", id, status)
 	}
-	r := Result{Text: text, TaskID: id, TaskStatus: kr.Status.String()}
+	r := result{Result: event.Result{Text: text}}
+	r.setTask(id, kr.Status.String())
 	setExit(&r, kr.Status, kr.ExitCode, kr.Signal)
-	return r
+	return r.event()
 }
 
 // taskErrorResult reports a failed Read or Kill. Ownership and unknown-id
 // errors carry the executor's own text ("task bash-3 belongs to another
 // session", "unknown task bash-9").
-func taskErrorResult(id string, err error) Result {
+func taskErrorResult(id string, err error) event.Result {
 	var owner *executor.OwnerError
 	var unknown *executor.UnknownTaskError
 	switch {
@@ -124,7 +141,7 @@ func taskStatusText(s executor.TaskStatus, exitCode int, signal string) string {
 }
 
 // setExit records a finished task's exit in r's structured fields.
-func setExit(r *Result, s executor.TaskStatus, exitCode int, signal string) {
+func setExit(r *result, s executor.TaskStatus, exitCode int, signal string) {
 	if s == executor.Running {
 		return
 	}

@@ -88,8 +88,12 @@ func TestBashOutput(t *testing.T) {
 			if res.Text != tt.want || res.IsError != tt.isError {
 				t.Errorf("got %q (IsError %v)\nwant %q (IsError %v)", res.Text, res.IsError, tt.want, tt.isError)
 			}
-			if res.TaskStatus != tt.status {
-				t.Errorf("TaskStatus = %q, want %q", res.TaskStatus, tt.status)
+			status := ""
+			if res.Task != nil {
+				status = res.Task.Status
+			}
+			if status != tt.status {
+				t.Errorf("task status = %q, want %q", status, tt.status)
 			}
 			if len(ex.reads) != 1 || ex.reads[0] != [2]string{"bash-3", "sess-A"} {
 				t.Errorf("reads = %v, want one read of bash-3 by sess-A", ex.reads)

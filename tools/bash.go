@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 )
 
 // Tool names.
@@ -23,17 +24,32 @@ type bash struct {
 	cfg    Config
 	desc   string
 	schema json.RawMessage
+	prompt string
 }
 
 func (t *bash) Name() string            { return BashName }
 func (t *bash) Description() string     { return t.desc }
 func (t *bash) Schema() json.RawMessage { return t.schema }
 
+// PromptSection is the habits the three bash tools' descriptions cannot
+// carry (check every result's exit marker, workdir not cd, poll background
+// tasks).
+func (t *bash) PromptSection() string { return t.prompt }
+
+// Needs is the command line: the permission judge decides on it.
+func (t *bash) Needs(args json.RawMessage) (Need, error) {
+	a, err := decodeBashArgs(args)
+	if err != nil {
+		return Need{}, err
+	}
+	return Need{Kind: NeedCommand, Subject: a.Command, Background: a.RunInBackground}, nil
+}
+
 // Run decodes the named arguments, resolves them with the calling session's
 // cwd and owner token, and runs the command. A bad argument, an executor
 // failure or a cancelled ctx is an IsError result; a non-zero exit, a signal
 // or a timeout is not.
-func (t *bash) Run(ctx context.Context, call Call) Result {
+func (t *bash) Run(ctx context.Context, call Call) event.Result {
 	args, err := decodeBashArgs(call.Args)
 	if err != nil {
 		return errorResult(err)
@@ -43,9 +59,9 @@ func (t *bash) Run(ctx context.Context, call Call) Result {
 		return errorResult(fmt.Errorf("cannot run command: %w", err))
 	}
 	if args.RunInBackground {
-		return t.start(spec)
+		return t.start(spec).event()
 	}
-	return t.run(ctx, spec, call.Output)
+	return t.run(ctx, spec, call.Output).event()
 }
 
 // request builds the executor request from the named arguments only: Stdin
@@ -67,21 +83,20 @@ func (t *bash) request(args bashArgs, s Session) executor.Request {
 }
 
 // start runs spec as a background task.
-func (t *bash) start(spec executor.Spec) Result {
+func (t *bash) start(spec executor.Spec) result {
 	id, err := t.ex.Start(spec)
 	if err != nil {
-		return errorResult(fmt.Errorf("cannot start background task: %w", err))
+		return resultOf(errorResult(fmt.Errorf("cannot start background task: %w", err)))
 	}
-	return Result{
-		Text: fmt.Sprintf("Started background task %s. Poll its output with bash_output {\"task_id\":%q}; stop it with bash_kill.",
-			id, id),
-		TaskID:     id,
-		TaskStatus: executor.Running.String(),
-	}
+	var r result
+	r.Text = fmt.Sprintf("Started background task %s. Poll its output with bash_output {\"task_id\":%q}; stop it with bash_kill.",
+		id, id)
+	r.setTask(id, executor.Running.String())
+	return r
 }
 
 // run runs spec in the foreground, streaming its output to the card.
-func (t *bash) run(ctx context.Context, spec executor.Spec, output func(string)) Result {
+func (t *bash) run(ctx context.Context, spec executor.Spec, output func(string)) result {
 	card := newCardStream(t.cfg.CardOutputLimit, output)
 	res, err := t.ex.Run(ctx, spec, card.observe)
 	if err == nil && !card.sawOutput() && len(res.Combined) > 0 {
@@ -95,21 +110,22 @@ func (t *bash) run(ctx context.Context, spec executor.Spec, output func(string))
 			r = errorResult(errors.New("command aborted: " + abortReason(ctxErr)))
 		}
 		r.CardOutput = cardOutput
-		return r
+		return resultOf(r)
 	}
 	abort := ""
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		abort = "[aborted: " + abortReason(ctxErr) + "]"
 	}
 	text, truncated := t.resultText(res, spec, abort)
-	r := Result{
-		Text:       text,
-		Signal:     res.Signal,
-		TimedOut:   res.TimedOut,
-		TimeoutMs:  spec.Timeout.Milliseconds(),
-		SpillPath:  res.SpillPath,
-		Truncated:  truncated,
-		CardOutput: cardOutput,
+	r := result{
+		Result: event.Result{Text: text, CardOutput: cardOutput},
+		Outcome: Outcome{
+			Signal:    res.Signal,
+			TimedOut:  res.TimedOut,
+			TimeoutMs: spec.Timeout.Milliseconds(),
+			SpillPath: res.SpillPath,
+			Truncated: truncated,
+		},
 	}
 	if res.Signal == "" {
 		code := res.ExitCode
@@ -159,8 +175,8 @@ func abortReason(err error) string {
 }
 
 // errorResult is the IsError result for a failure the model should read.
-func errorResult(err error) Result {
-	return Result{Text: err.Error(), IsError: true}
+func errorResult(err error) event.Result {
+	return event.Result{Text: err.Error(), IsError: true}
 }
 
 // bashSchema is the JSON schema of bash's arguments.

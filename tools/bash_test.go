@@ -11,15 +11,16 @@ import (
 	"unicode/utf8"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 var session = tools.Session{ID: "sess-A", Cwd: "/home/u/project"}
 
 // call runs the named tool of a fresh Set over ex.
-func call(t *testing.T, ex executor.Executor, cfg tools.Config, name, args string, out func(string)) tools.Result {
+func call(t *testing.T, ex executor.Executor, cfg tools.Config, name, args string, out func(string)) event.Result {
 	t.Helper()
-	tool, ok := tools.NewSet(ex, cfg).Lookup(name)
+	tool, ok := tools.NewBash(ex, cfg).Lookup(name)
 	if !ok {
 		t.Fatalf("no tool %q", name)
 	}
@@ -97,7 +98,7 @@ func TestBashRequest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ex := &fakeExec{}
-			tool, _ := tools.NewSet(ex, tools.Config{}).Lookup("bash")
+			tool, _ := tools.NewBash(ex, tools.Config{}).Lookup("bash")
 			res := tool.Run(context.Background(), tools.Call{Args: json.RawMessage(tt.args), Session: tt.session})
 			if res.IsError {
 				t.Fatalf("error result: %q", res.Text)
@@ -109,8 +110,8 @@ func TestBashRequest(t *testing.T) {
 			if runs[0].Workdir != tt.wantWorkdir || runs[0].Timeout != tt.wantTimeout {
 				t.Errorf("spec workdir %q timeout %v, want %q %v", runs[0].Workdir, runs[0].Timeout, tt.wantWorkdir, tt.wantTimeout)
 			}
-			if res.TimeoutMs != tt.wantTimeout.Milliseconds() {
-				t.Errorf("TimeoutMs = %d, want %d", res.TimeoutMs, tt.wantTimeout.Milliseconds())
+			if tools.OutcomeOf(res).TimeoutMs != tt.wantTimeout.Milliseconds() {
+				t.Errorf("TimeoutMs = %d, want %d", tools.OutcomeOf(res).TimeoutMs, tt.wantTimeout.Milliseconds())
 			}
 		})
 	}
@@ -234,13 +235,13 @@ func TestBashResultText(t *testing.T) {
 			if res.Text != tt.want {
 				t.Errorf("text = %q\nwant   %q", res.Text, tt.want)
 			}
-			if res.Truncated != tt.truncated {
-				t.Errorf("Truncated = %v, want %v", res.Truncated, tt.truncated)
+			if tools.OutcomeOf(res).Truncated != tt.truncated {
+				t.Errorf("Truncated = %v, want %v", tools.OutcomeOf(res).Truncated, tt.truncated)
 			}
-			if fmt.Sprint(deref(res.ExitCode)) != fmt.Sprint(deref(tt.exitCode)) {
-				t.Errorf("ExitCode = %v, want %v", deref(res.ExitCode), deref(tt.exitCode))
+			if fmt.Sprint(deref(tools.OutcomeOf(res).ExitCode)) != fmt.Sprint(deref(tt.exitCode)) {
+				t.Errorf("ExitCode = %v, want %v", deref(tools.OutcomeOf(res).ExitCode), deref(tt.exitCode))
 			}
-			if res.Signal != tt.res.Signal || res.TimedOut != tt.res.TimedOut || res.SpillPath != tt.res.SpillPath {
+			if tools.OutcomeOf(res).Signal != tt.res.Signal || tools.OutcomeOf(res).TimedOut != tt.res.TimedOut || tools.OutcomeOf(res).SpillPath != tt.res.SpillPath {
 				t.Errorf("structured fields %+v do not match %+v", res, tt.res)
 			}
 		})
@@ -391,8 +392,8 @@ func TestBashInfrastructureErrors(t *testing.T) {
 			if !res.IsError || res.Text != tt.want {
 				t.Errorf("got %+v, want error %q", res, tt.want)
 			}
-			if res.ExitCode != nil {
-				t.Errorf("an infrastructure failure has no exit code, got %d", *res.ExitCode)
+			if tools.OutcomeOf(res).ExitCode != nil {
+				t.Errorf("an infrastructure failure has no exit code, got %d", *tools.OutcomeOf(res).ExitCode)
 			}
 		})
 	}
@@ -422,7 +423,7 @@ func TestBashAbort(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tool, _ := tools.NewSet(tt.ex, tools.Config{}).Lookup("bash")
+			tool, _ := tools.NewBash(tt.ex, tools.Config{}).Lookup("bash")
 			res := tool.Run(ctx, tools.Call{Args: json.RawMessage(`{"command":"sleep 9","description":"Wait"}`), Session: session})
 			if !res.IsError || res.Text != tt.want {
 				t.Errorf("got %q (IsError %v), want error %q", res.Text, res.IsError, tt.want)
@@ -436,7 +437,7 @@ func TestBashBackground(t *testing.T) {
 	res := call(t, ex, tools.Config{}, "bash",
 		`{"command":"npm run dev","description":"Start dev server","run_in_background":true,"workdir":"web","stdin":"x"}`, nil)
 	want := `Started background task bash-3. Poll its output with bash_output {"task_id":"bash-3"}; stop it with bash_kill.`
-	if res.IsError || res.Text != want || res.TaskID != "bash-3" || res.TaskStatus != "running" {
+	if res.IsError || res.Text != want || res.Task == nil || *res.Task != (event.Task{ID: "bash-3", Status: "running"}) {
 		t.Errorf("got %+v, want text %q", res, want)
 	}
 	_, runs, starts := ex.calls()

@@ -1,11 +1,15 @@
 package tools
 
-import "time"
+import (
+	"time"
+
+	"github.com/dsh-acp/dsh-acp/internal/event"
+)
 
 // Default limits, used for any Config field left zero.
 const (
-	DefaultOutputLimit     = 30_000  // characters of tool text the model reads
-	DefaultCardOutputLimit = 2 << 20 // bytes of live output a card shows
+	DefaultOutputLimit     = 30_000              // characters of tool text the model reads
+	DefaultCardOutputLimit = event.MaxCardOutput // bytes of live output a card shows
 	DefaultTimeout         = 120 * time.Second
 	DefaultMaxTimeout      = 600 * time.Second
 )
@@ -16,11 +20,13 @@ type Config struct {
 	// OutputLimit caps the text the model reads from one call, in
 	// characters (runes). The tail is kept.
 	OutputLimit int
-	// CardOutputLimit caps the output sent to one call's card, in bytes.
+	// CardOutputLimit caps the output sent to one call's card, in bytes;
+	// at most event.MaxCardOutput (what the journal keeps), so a reloaded
+	// card shows exactly what the live one did.
 	CardOutputLimit int
 	// DefaultTimeout and MaxTimeout are the executor's foreground timeout
-	// default and cap, as the tool descriptions state them. The executor
-	// applies its own; keep the two configured alike.
+	// default and cap, as the tool descriptions state them. cmd/dsh-acp
+	// resolves them once and gives the same values to the executor.
 	DefaultTimeout time.Duration
 	MaxTimeout     time.Duration
 }
@@ -30,7 +36,7 @@ func (c Config) withDefaults() Config {
 	if c.OutputLimit <= 0 {
 		c.OutputLimit = DefaultOutputLimit
 	}
-	if c.CardOutputLimit <= 0 {
+	if c.CardOutputLimit <= 0 || c.CardOutputLimit > event.MaxCardOutput {
 		c.CardOutputLimit = DefaultCardOutputLimit
 	}
 	if c.DefaultTimeout <= 0 {

@@ -8,6 +8,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
@@ -29,9 +30,9 @@ func FuzzPresent(f *testing.F) {
 	} {
 		f.Add(seed.name, []byte(seed.args), []byte(seed.res))
 	}
-	set := tools.NewSet(&fakeExec{startID: "bash-1"}, tools.Config{})
+	set := tools.NewBash(&fakeExec{startID: "bash-1"}, tools.Config{})
 	f.Fuzz(func(t *testing.T, name string, args, resJSON []byte) {
-		var res tools.Result
+		var res event.Result
 		_ = json.Unmarshal(resJSON, &res) // any shape: a partial or zero Result is fine
 		if tool, ok := set.Lookup(name); ok {
 			ran := tool.Run(context.Background(), tools.Call{Args: args, Session: session, Output: func(string) {}})

@@ -3,7 +3,11 @@ package tools
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"time"
+
+	"github.com/dsh-acp/dsh-acp/internal/event"
 )
 
 // ACP tool kinds used by the intents.
@@ -39,15 +43,17 @@ func (t *bash) PresentCall(args json.RawMessage) CallIntent {
 // PresentResult ends a foreground run's terminal card with its card output
 // and exit; an error or declined result, a background start and a call
 // with malformed arguments end as generic cards.
-func (t *bash) PresentResult(_ json.RawMessage, res Result) ResultIntent {
-	if res.IsError || res.Declined != "" {
+func (t *bash) PresentResult(_ json.RawMessage, er event.Result) ResultIntent {
+	res := resultOf(er)
+	ran := res.ExitCode != nil || res.Signal != ""
+	if res.Declined != "" || (res.IsError && !ran) {
 		return errorIntent(res)
 	}
 	// A background start is the only successful bash result with a task
 	// id; malformed arguments never produce a successful result. So the
 	// result alone tells the card (no second decode of the arguments,
 	// which replay of a long session would pay per call).
-	if res.TaskID != "" {
+	if res.Task != nil {
 		return genericResult(res, false, runFailed(res))
 	}
 	return ResultIntent{
@@ -57,7 +63,40 @@ func (t *bash) PresentResult(_ json.RawMessage, res Result) ResultIntent {
 		Signal:    res.Signal,
 		Failed:    runFailed(res),
 		RawOutput: summarize(res),
+		Reason:    reasonOf(res),
 	}
+}
+
+// reasonLimit caps a card's reason line, in runes.
+const reasonLimit = 200
+
+// reasonOf is the one line that tells the user why a call did not run
+// normally, "" when it did: the permission step's refusal, a timeout, or
+// the error — its closing [marker] when the text ends with one (a cancel
+// or an abort), else its first line.
+func reasonOf(res result) string {
+	switch {
+	case res.Declined != "":
+		return clipLine(res.Declined)
+	case res.TimedOut:
+		return clipLine(fmt.Sprintf("timed out after %s", time.Duration(res.TimeoutMs)*time.Millisecond))
+	case !res.IsError:
+		return ""
+	}
+	text := strings.TrimRight(res.Text, "\n")
+	if i := strings.LastIndexByte(text, '\n'); i >= 0 && strings.HasPrefix(text[i+1:], "[") && strings.HasSuffix(text, "]") {
+		return clipLine(strings.Trim(text[i+1:], "[]"))
+	}
+	return clipLine(strings.Trim(text, "[]"))
+}
+
+// clipLine is the first line of s, at most reasonLimit runes.
+func clipLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(s); len(r) > reasonLimit {
+		s = string(r[:reasonLimit-1]) + "…"
+	}
+	return s
 }
 
 // PresentCall opens a generic read card naming the task.
@@ -66,7 +105,8 @@ func (t *bashOutput) PresentCall(args json.RawMessage) CallIntent {
 }
 
 // PresentResult shows the text read, as console output.
-func (t *bashOutput) PresentResult(_ json.RawMessage, res Result) ResultIntent {
+func (t *bashOutput) PresentResult(_ json.RawMessage, er event.Result) ResultIntent {
+	res := resultOf(er)
 	if res.IsError || res.Declined != "" {
 		return errorIntent(res)
 	}
@@ -79,7 +119,8 @@ func (t *bashKill) PresentCall(args json.RawMessage) CallIntent {
 }
 
 // PresentResult shows what the kill did.
-func (t *bashKill) PresentResult(_ json.RawMessage, res Result) ResultIntent {
+func (t *bashKill) PresentResult(_ json.RawMessage, er event.Result) ResultIntent {
+	res := resultOf(er)
 	if res.IsError || res.Declined != "" {
 		return errorIntent(res)
 	}
@@ -97,7 +138,8 @@ func PresentUnknown(name string, args json.RawMessage) CallIntent {
 }
 
 // PresentUnknownResult ends a PresentUnknown card with the result's text.
-func PresentUnknownResult(_ string, _ json.RawMessage, res Result) ResultIntent {
+func PresentUnknownResult(_ string, _ json.RawMessage, er event.Result) ResultIntent {
+	res := resultOf(er)
 	if res.IsError || res.Declined != "" {
 		return errorIntent(res)
 	}
@@ -114,7 +156,7 @@ func taskCall(title, kind string, args json.RawMessage) CallIntent {
 }
 
 // runFailed reports whether a foreground run ends its card failed.
-func runFailed(res Result) bool {
+func runFailed(res result) bool {
 	return res.IsError || res.Declined != "" || res.Signal != "" || res.TimedOut ||
 		(res.ExitCode != nil && *res.ExitCode != 0)
 }
@@ -122,7 +164,7 @@ func runFailed(res Result) bool {
 // errorIntent is the generic, failed end of a call that did not run to a
 // process exit: no exit pill. Output carries what a terminal card already
 // showed live, so a replay shows it too.
-func errorIntent(res Result) ResultIntent {
+func errorIntent(res result) ResultIntent {
 	text := res.Text
 	if text == "" {
 		text = res.Declined
@@ -132,12 +174,12 @@ func errorIntent(res Result) ResultIntent {
 		content = []string{Fence("console", text)}
 	}
 	return ResultIntent{Card: CardGeneric, Output: res.CardOutput, Failed: true,
-		Content: content, RawOutput: summarize(res)}
+		Content: content, RawOutput: summarize(res), Reason: reasonOf(res)}
 }
 
 // genericResult shows the result text, fenced as console output when it
 // is output. Callers have handled error and declined results.
-func genericResult(res Result, console, failed bool) ResultIntent {
+func genericResult(res result, console, failed bool) ResultIntent {
 	content := nonEmpty(res.Text)
 	if console && res.Text != "" {
 		content = []string{Fence("console", res.Text)}
@@ -160,11 +202,12 @@ type resultSummary struct {
 	TaskStatus string `json:"taskStatus,omitempty"`
 }
 
-func summarize(r Result) resultSummary {
+func summarize(r result) resultSummary {
+	id, status := r.task()
 	return resultSummary{
 		IsError: r.IsError, Declined: r.Declined, ExitCode: r.ExitCode, Signal: r.Signal,
 		TimedOut: r.TimedOut, TimeoutMs: r.TimeoutMs, Truncated: r.Truncated, SpillPath: r.SpillPath,
-		TaskID: r.TaskID, TaskStatus: r.TaskStatus,
+		TaskID: id, TaskStatus: status,
 	}
 }
 

@@ -4,11 +4,12 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 func TestPresentCall(t *testing.T) {
-	set := tools.NewSet(&fakeExec{}, tools.Config{})
+	set := tools.NewBash(&fakeExec{}, tools.Config{})
 	tests := []struct {
 		name, tool, args string
 		want             string // the intent as JSON
@@ -82,66 +83,80 @@ func TestPresentCall(t *testing.T) {
 }
 
 func TestPresentResult(t *testing.T) {
-	set := tools.NewSet(&fakeExec{}, tools.Config{})
+	set := tools.NewBash(&fakeExec{}, tools.Config{})
 	fg := `{"command":"make","description":"Build"}`
 	tests := []struct {
 		name, tool, args string
-		res              tools.Result
+		res              event.Result
 		want             string
 	}{
 		{
 			name: "exit 0",
 			tool: "bash", args: fg,
-			res:  tools.Result{Text: "ok", ExitCode: intp(0), CardOutput: "ok\n", TimeoutMs: 120000},
+			res:  tools.WithOutcome(event.Result{Text: "ok", CardOutput: "ok\n"}, tools.Outcome{ExitCode: intp(0), TimeoutMs: 120000}),
 			want: `{"card":"terminal","output":"ok\n","exitCode":0,"failed":false,"rawOutput":{"exitCode":0,"timeoutMs":120000}}`,
 		},
 		{
 			name: "non-zero exit fails the card",
 			tool: "bash", args: fg,
-			res:  tools.Result{Text: "[exit code: 2]", ExitCode: intp(2)},
+			res:  tools.WithOutcome(event.Result{Text: "[exit code: 2]"}, tools.Outcome{ExitCode: intp(2)}),
 			want: `{"card":"terminal","exitCode":2,"failed":true,"rawOutput":{"exitCode":2}}`,
 		},
 		{
 			name: "timeout with exit 0 fails the card",
 			tool: "bash", args: fg,
-			res:  tools.Result{Text: "[timed out after 5ms]", ExitCode: intp(0), TimedOut: true, TimeoutMs: 5},
-			want: `{"card":"terminal","exitCode":0,"failed":true,"rawOutput":{"exitCode":0,"timedOut":true,"timeoutMs":5}}`,
+			res:  tools.WithOutcome(event.Result{Text: "[timed out after 5ms]"}, tools.Outcome{ExitCode: intp(0), TimedOut: true, TimeoutMs: 5}),
+			want: `{"card":"terminal","exitCode":0,"failed":true,"rawOutput":{"exitCode":0,"timedOut":true,"timeoutMs":5},"reason":"timed out after 5ms"}`,
 		},
 		{
 			name: "signal",
 			tool: "bash", args: fg,
-			res:  tools.Result{Text: "[killed by signal: SIGKILL]", Signal: "SIGKILL"},
+			res:  tools.WithOutcome(event.Result{Text: "[killed by signal: SIGKILL]"}, tools.Outcome{Signal: "SIGKILL"}),
 			want: `{"card":"terminal","signal":"SIGKILL","failed":true,"rawOutput":{"signal":"SIGKILL"}}`,
 		},
 		{
 			name: "error result has no exit pill",
 			tool: "bash", args: fg,
-			res:  tools.Result{Text: "cannot run command: invalid working directory", IsError: true},
-			want: `{"card":"generic","failed":true,"content":["cannot run command: invalid working directory"],"rawOutput":{"isError":true}}`,
+			res:  event.Result{Text: "cannot run command: invalid working directory", IsError: true},
+			want: `{"card":"generic","failed":true,"content":["cannot run command: invalid working directory"],"rawOutput":{"isError":true},"reason":"cannot run command: invalid working directory"}`,
 		},
 		{
 			name: "declined",
 			tool: "bash", args: fg,
-			res:  tools.Result{Declined: "rejected by the user"},
-			want: `{"card":"generic","failed":true,"content":["rejected by the user"],"rawOutput":{"declined":"rejected by the user"}}`,
+			res:  event.Result{Declined: "rejected by the user"},
+			want: `{"card":"generic","failed":true,"content":["rejected by the user"],"rawOutput":{"declined":"rejected by the user"},"reason":"rejected by the user"}`,
 		},
 		{
 			name: "background start",
 			tool: "bash", args: `{"command":"x","description":"y","run_in_background":true}`,
-			res:  tools.Result{Text: "Started background task bash-1.", TaskID: "bash-1", TaskStatus: "running"},
+			res:  event.Result{Text: "Started background task bash-1.", Task: &event.Task{ID: "bash-1", Status: "running"}},
 			want: `{"card":"generic","failed":false,"content":["Started background task bash-1."],"rawOutput":{"taskId":"bash-1","taskStatus":"running"}}`,
 		},
 		{
 			name: "bash_output is console text",
 			tool: "bash_output", args: `{"task_id":"bash-1"}`,
-			res:  tools.Result{Text: "hi\n[status: running]", TaskID: "bash-1", TaskStatus: "running"},
+			res:  event.Result{Text: "hi\n[status: running]", Task: &event.Task{ID: "bash-1", Status: "running"}},
 			want: "{\"card\":\"generic\",\"failed\":false,\"content\":[\"```console\\nhi\\n[status: running]\\n```\"],\"rawOutput\":{\"taskId\":\"bash-1\",\"taskStatus\":\"running\"}}",
+		},
+		{
+			name: "cancelled run keeps its exit and says why",
+			tool: "bash", args: fg,
+			res: tools.WithOutcome(event.Result{Text: "partial\n[killed by signal: SIGTERM]\n[cancelled: the user stopped the turn while this call ran]", IsError: true},
+				tools.Outcome{Signal: "SIGTERM"}),
+			want: `{"card":"terminal","signal":"SIGTERM","failed":true,"rawOutput":{"isError":true,"signal":"SIGTERM"},"reason":"cancelled: the user stopped the turn while this call ran"}`,
+		},
+		{
+			name: "cancelled run keeps its exit and says why",
+			tool: "bash", args: fg,
+			res: tools.WithOutcome(event.Result{Text: "partial\n[killed by signal: SIGTERM]\n[cancelled: the user stopped the turn while this call ran]", IsError: true},
+				tools.Outcome{Signal: "SIGTERM"}),
+			want: `{"card":"terminal","signal":"SIGTERM","failed":true,"rawOutput":{"isError":true,"signal":"SIGTERM"},"reason":"cancelled: the user stopped the turn while this call ran"}`,
 		},
 		{
 			name: "unknown tool",
 			tool: "python", args: `{}`,
-			res:  tools.Result{Text: "unknown tool python", IsError: true},
-			want: `{"card":"generic","failed":true,"content":["unknown tool python"],"rawOutput":{"isError":true}}`,
+			res:  event.Result{Text: "unknown tool python", IsError: true},
+			want: `{"card":"generic","failed":true,"content":["unknown tool python"],"rawOutput":{"isError":true},"reason":"unknown tool python"}`,
 		},
 	}
 	for _, tt := range tests {

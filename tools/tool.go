@@ -1,12 +1,15 @@
-// Package tools holds the model-facing tools (bash, bash_output, bash_kill):
-// their JSON schemas, argument decoding, the text the model reads, and the card
-// intents (PresentCall / PresentResult) a UI bridge turns into editor cards.
-// Tools reach processes only through the executor seam.
+// Package tools holds the tool registry and the model-facing tools (bash,
+// bash_output, bash_kill): their JSON schemas, argument decoding, the text the
+// model reads, the card intents (PresentCall / PresentResult) a UI bridge
+// turns into editor cards, and what each call needs permission for. Tools
+// reach processes only through the executor seam.
 package tools
 
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/dsh-acp/dsh-acp/internal/event"
 )
 
 // Tool is one model-facing tool.
@@ -19,14 +22,65 @@ type Tool interface {
 	// Run executes a call. Failures the model should read (bad arguments,
 	// a spawn error, an unknown task) are a Result with IsError set; Run
 	// never panics on any args.
-	Run(ctx context.Context, call Call) Result
+	Run(ctx context.Context, call Call) event.Result
+	Presenter
+}
+
+// Presenter draws a tool's card from its logged arguments and result.
+type Presenter interface {
 	// PresentCall is the card to open for a call with these logged
 	// arguments. Pure: it runs live and on replay; malformed args fall back
-	// to a generic card.
+	// to a generic card. It never panics.
 	PresentCall(args json.RawMessage) CallIntent
 	// PresentResult is how the finished call's card should end. Pure, as
 	// PresentCall.
-	PresentResult(args json.RawMessage, res Result) ResultIntent
+	PresentResult(args json.RawMessage, res event.Result) ResultIntent
+}
+
+// NeedKind is what a call needs the user's permission for.
+type NeedKind uint8
+
+const (
+	// NeedUndeclared (the zero value): the tool did not say. The call is
+	// asked about in ask mode and denied in read-only mode.
+	NeedUndeclared NeedKind = iota
+	// NeedNothing: the call acts only on the session's own state (reading
+	// or killing its own background tasks); it runs unasked in every mode.
+	NeedNothing
+	// NeedCommand: the call runs Need.Subject as a shell command line; the
+	// permission judge decides.
+	NeedCommand
+	// NeedRead: the call reads the path Need.Subject.
+	NeedRead
+	// NeedWrite: the call writes the path Need.Subject.
+	NeedWrite
+)
+
+// Need is what one call needs permission for.
+type Need struct {
+	Kind    NeedKind
+	Subject string // the command line or the path; "" for NeedNothing
+	// Background marks a command started as a background task: it runs
+	// with no timeout, so the judge lets it run unasked only if it is known
+	// to end.
+	Background bool
+}
+
+// Permissioned is implemented by a tool that says what its calls need
+// permission for. A tool that does not implement it is asked about in ask
+// mode and denied in read-only mode: a new tool is never trusted by
+// default.
+type Permissioned interface {
+	// Needs says what a call with these arguments needs. An error means the
+	// arguments are malformed and Run rejects them without acting (the
+	// permission step may then let Run report the problem).
+	Needs(args json.RawMessage) (Need, error)
+}
+
+// Prompter is implemented by a tool with a section of its own in the
+// system prompt (habits its description cannot carry).
+type Prompter interface {
+	PromptSection() string
 }
 
 // Session identifies the calling session. The zero value is a non-session
@@ -46,32 +100,6 @@ type Call struct {
 	// to Output equals the final Result.CardOutput). Called from one
 	// goroutine at a time; it must not block.
 	Output func(data string)
-}
-
-// Result is a finished call. It is recorded in the session journal as is and
-// fed back to PresentResult on replay, so every field is plain JSON.
-type Result struct {
-	// Text is what the model reads.
-	Text    string `json:"text"`
-	IsError bool   `json:"isError,omitempty"`
-
-	// For a foreground bash run:
-	ExitCode  *int   `json:"exitCode,omitempty"` // nil when there was no process exit
-	Signal    string `json:"signal,omitempty"`
-	TimedOut  bool   `json:"timedOut,omitempty"`
-	TimeoutMs int64  `json:"timeoutMs,omitempty"`
-	SpillPath string `json:"spillPath,omitempty"`
-	Truncated bool   `json:"truncated,omitempty"`
-	// CardOutput is the output the terminal card shows (capped for the card).
-	CardOutput string `json:"cardOutput,omitempty"`
-
-	// For background tasks (bash with run_in_background, bash_output, bash_kill):
-	TaskID     string `json:"taskId,omitempty"`
-	TaskStatus string `json:"taskStatus,omitempty"` // running | completed | killed
-
-	// Declined is set when a permission step refused the call (the user
-	// rejected it, or a rule or mode denied it); Text says why.
-	Declined string `json:"declined,omitempty"`
 }
 
 // CardKind says which card a UI should draw.
@@ -113,4 +141,9 @@ type ResultIntent struct {
 	Content []string `json:"content,omitempty"`
 	// RawOutput is the structured result for clients that render it.
 	RawOutput any `json:"rawOutput,omitempty"`
+	// Reason is one short line for the user when the call did not run
+	// normally (declined, denied, could not start, cancelled, timed out,
+	// interrupted): a terminal card shows it as its last line of output,
+	// since a client that draws the terminal draws nothing beside it.
+	Reason string `json:"reason,omitempty"`
 }

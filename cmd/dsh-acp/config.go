@@ -11,7 +11,10 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/acp/ingress"
+	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/permission"
+	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 // config is everything the daemon is configured with: flags, with
@@ -52,8 +55,11 @@ func envOr(env envLookup, name, def string) string {
 	return def
 }
 
+// defaultStateDir is $XDG_STATE_HOME/dsh-acp, else ~/.local/state/dsh-acp.
+// A relative XDG_STATE_HOME is ignored, as the XDG Base Directory
+// specification says. It is the one place the state directory is resolved.
 func defaultStateDir(env envLookup) string {
-	if d := envOr(env, "XDG_STATE_HOME", ""); d != "" {
+	if d := envOr(env, "XDG_STATE_HOME", ""); filepath.IsAbs(d) {
 		return filepath.Join(d, "dsh-acp")
 	}
 	home, err := os.UserHomeDir()
@@ -74,15 +80,15 @@ func parseConfig(name string, args []string, env envLookup, usage io.Writer) (co
 	fs.StringVar(&c.StateDir, "state-dir", envOr(env, "DSH_STATE_DIR", defaultStateDir(env)), "where session journals and spill files live (env DSH_STATE_DIR)")
 	fs.StringVar(&c.LogFile, "log-file", envOr(env, "DSH_LOG_FILE", ""), "log to this file instead of stderr (env DSH_LOG_FILE)")
 	fs.StringVar(&c.LogLevel, "log-level", envOr(env, "DSH_LOG_LEVEL", "info"), "debug, info, warn or error (env DSH_LOG_LEVEL)")
-	fs.DurationVar(&c.Timeout, "timeout", 120*time.Second, "default timeout of a foreground command")
-	fs.DurationVar(&c.MaxTimeout, "max-timeout", 600*time.Second, "cap on any foreground command's timeout")
+	fs.DurationVar(&c.Timeout, "timeout", tools.DefaultTimeout, "default timeout of a foreground command")
+	fs.DurationVar(&c.MaxTimeout, "max-timeout", tools.DefaultMaxTimeout, "cap on any foreground command's timeout")
 	fs.DurationVar(&c.KillGrace, "kill-grace", 2*time.Second, "time between TERM and KILL when stopping a command")
-	fs.IntVar(&c.OutputLimit, "output-limit", 30000, "characters of command output the model sees (the tail is kept)")
-	fs.IntVar(&c.CardOutputLimit, "card-output-limit", 2<<20, "bytes of output streamed to one terminal card")
+	fs.IntVar(&c.OutputLimit, "output-limit", tools.DefaultOutputLimit, "characters of command output the model sees (the tail is kept)")
+	fs.IntVar(&c.CardOutputLimit, "card-output-limit", tools.DefaultCardOutputLimit, "bytes of output streamed to one terminal card (at most 2 MiB, what the journal keeps)")
 	fs.IntVar(&c.MaxLine, "max-line", ingress.DefaultMaxLine, "longest JSON-RPC line accepted on stdin, in bytes (at most the ACP SDK's hard limit, 10 MiB)")
-	fs.IntVar(&c.MaxTurnRequests, "max-turn-requests", 50, "model requests allowed in one turn")
+	fs.IntVar(&c.MaxTurnRequests, "max-turn-requests", agent.DefaultMaxTurnRequests, "model requests allowed in one turn")
 	fs.DurationVar(&c.ModelIdle, "model-idle-timeout", 2*time.Minute, "abort a model request after this long without a byte from the provider (keep-alives count)")
-	fs.IntVar(&c.HistoryBudget, "history-budget", 400000, "characters of history sent to the model before old tool output is elided")
+	fs.IntVar(&c.HistoryBudget, "history-budget", agent.DefaultHistoryBudget, "characters of history sent to the model before old tool output is elided")
 	mode := fs.String("mode", envOr(env, "DSH_MODE", "ask"), "permission mode of new sessions: ask, auto or read-only (env DSH_MODE)")
 	var allow stringList
 	fs.Var(&allow, "allow-env", "pass this scrubbed environment variable through to commands (repeatable)")
@@ -117,8 +123,9 @@ func (c config) validate() error {
 	if c.OutputLimit < 1000 {
 		errs = append(errs, errors.New("--output-limit must be at least 1000"))
 	}
-	if c.CardOutputLimit < 1024 {
-		errs = append(errs, errors.New("--card-output-limit must be at least 1024"))
+	if c.CardOutputLimit < 1024 || c.CardOutputLimit > event.MaxCardOutput {
+		errs = append(errs, fmt.Errorf("--card-output-limit must be between 1024 and %d bytes (the journal keeps at most %d of a card, and a reloaded card must show what the live one did)",
+			event.MaxCardOutput, event.MaxCardOutput))
 	}
 	if c.MaxLine < 1<<16 || c.MaxLine > ingress.SDKMaxLine {
 		errs = append(errs, fmt.Errorf("--max-line must be between 65536 and %d", ingress.SDKMaxLine))

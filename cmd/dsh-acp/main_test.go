@@ -140,8 +140,9 @@ func TestChatCtrlCCancelsTheTurn(t *testing.T) {
 	waitOutput(t, &out, "┌ sleep 600")
 	cmd.Process.Signal(syscall.SIGINT)
 	waitOutput(t, &out, "[cancelled]")
-	if !strings.Contains(out.String(), "└ ✗ failed") { // an abort has no process exit to show
-		t.Errorf("the cancelled card has no failed pill:\n%s", out.String())
+	// The card says why, inside it, and ends with the signal that stopped it.
+	if !strings.Contains(out.String(), "│ dsh-acp: cancelled: the user stopped the turn while this call ran\n└ ✗ SIGTERM") {
+		t.Errorf("the cancelled card has no reason and signal pill:\n%s", out.String())
 	}
 	io.WriteString(in, "!echo after\n")
 	waitOutput(t, &out, "│ after")

@@ -1,15 +1,26 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 
+	sdk "github.com/coder/acp-go-sdk"
+
+	"time"
+
+	"github.com/dsh-acp/dsh-acp/internal/chat"
+	"github.com/dsh-acp/dsh-acp/internal/event"
+	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/replay"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
-// runReplay is `dsh-acp replay FILE|ID`: print a journaled session as a
-// person would read it.
+// runReplay is `dsh-acp replay FILE|ID`: print a journaled session as the
+// chat client draws it on `session/load`.
 func runReplay(args []string) int {
 	if len(args) != 1 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(os.Stderr, "Usage: dsh-acp replay FILE|SESSION-ID")
@@ -18,42 +29,86 @@ func runReplay(args []string) int {
 		}
 		return 2
 	}
-	l, err := loadForReplay(args[0])
+	l, err := loadForReplay(args[0], os.LookupEnv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dsh-acp replay:", err)
 		return 1
 	}
-	// Settle as session/load does, so an interrupted call shows its end,
-	// and draw each call with its tool's own presentation.
-	l.Events = replay.Settle(l.Events)
-	box := tools.NewSet(nil, tools.Config{}) // presentation only: runs nothing
-	opts := replay.PrintOptions{
-		Color: isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == "",
-		Tool: func(name string) (replay.Presenter, bool) {
-			t, ok := box.Lookup(name)
-			return t, ok
-		},
-	}
-	if err := replay.PrintWith(os.Stdout, l, opts); err != nil {
+	color := isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == ""
+	if err := printSession(os.Stdout, l, color); err != nil {
 		fmt.Fprintln(os.Stderr, "dsh-acp replay:", err)
 		return 1
 	}
 	return 0
 }
 
+// printSession draws l the way session/load shows it to a client: the
+// events are settled as on load, presented by a replaying presenter with
+// the bash tools' own cards, sent through the wire encoding, and drawn by
+// the chat client's renderer. Journal warnings follow as notices.
+func printSession(w io.Writer, l *replay.Loaded, color bool) error {
+	r := chat.NewRenderer(w, color)
+	h := l.Header
+	r.Notice("session %s in %s, started %s", h.ID, h.Cwd, h.Created.UTC().Format(time.RFC3339))
+	var sendErr error
+	p := presentation.NewPresenter(presentation.PresenterOptions{
+		Send: func(u sdk.SessionUpdate) {
+			wire, err := overTheWire(u)
+			if err != nil {
+				sendErr = errors.Join(sendErr, err)
+				return
+			}
+			r.Update(wire)
+		},
+		Cards:  tools.NewBash(nil, tools.Config{}), // presentation only: runs nothing
+		Caps:   presentation.Caps{Terminal: true},
+		Cwd:    l.Header.Cwd,
+		Replay: true,
+	})
+	s := replay.NewSettler(func(ev event.Event) error {
+		p.Emit(ev)
+		return nil
+	})
+	for _, ev := range l.Events {
+		_ = s.Push(ev) // the emit function never fails
+	}
+	_ = s.Close()
+	for _, w := range l.Warnings {
+		r.Notice("journal: %s", w)
+	}
+	r.EndTurn(sdk.StopReasonEndTurn)
+	return sendErr
+}
+
+// overTheWire is u as a client decodes it: encoded to JSON and back, so
+// the renderer sees exactly what the chat client sees.
+func overTheWire(u sdk.SessionUpdate) (sdk.SessionUpdate, error) {
+	var out sdk.SessionUpdate
+	b, err := json.Marshal(u)
+	if err == nil {
+		err = json.Unmarshal(b, &out)
+	}
+	return out, err
+}
+
 // loadForReplay reads a journal by path, or by session id from the state
-// directory.
-func loadForReplay(arg string) (*replay.Loaded, error) {
+// directory. It reads no configuration but where the state directory is.
+func loadForReplay(arg string, env envLookup) (*replay.Loaded, error) {
 	if _, err := os.Stat(arg); err == nil {
 		return replay.LoadFile(arg)
 	}
-	cfg, err := parseConfig("dsh-acp", nil, os.LookupEnv, os.Stderr)
+	if replay.ValidID(arg) != nil {
+		return nil, fmt.Errorf("%q is neither a journal file nor a session id", arg)
+	}
+	dir := envOr(env, "DSH_STATE_DIR", defaultStateDir(env))
+	store, err := replay.OpenStore(dir)
 	if err != nil {
 		return nil, err
 	}
-	store, err := replay.OpenStore(cfg.StateDir)
-	if err != nil {
-		return nil, err
+	defer store.Close()
+	l, err := store.Load(arg)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no session %s in %s", arg, dir)
 	}
-	return store.Load(arg)
+	return l, err
 }

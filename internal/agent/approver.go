@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 
+	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
@@ -12,7 +13,7 @@ import (
 type Approver interface {
 	// Approve decides whether call may run for session s. It may block while
 	// a user decides; it must return promptly when ctx is cancelled.
-	Approve(ctx context.Context, s tools.Session, call ToolCall) Approval
+	Approve(ctx context.Context, s tools.Session, call event.ToolCall) Approval
 }
 
 // Verdict is an Approver's decision.
@@ -34,4 +35,7 @@ type Approval struct {
 	Verdict Verdict
 	// Reason is the text the model reads when the call is denied.
 	Reason string
+	// Decision, when its Verdict is set, is recorded as the call's
+	// event.Decision (the loop fills in the call id and Reason).
+	Decision event.Decision
 }

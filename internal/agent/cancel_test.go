@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
@@ -17,28 +18,28 @@ func TestCancelDuringStreaming(t *testing.T) {
 		name     string
 		chunks   []llmtest.Chunk
 		cancelOn string // the last delta before the stall
-		wantMsg  agent.AssistantMessage
+		wantMsg  event.AssistantMessage
 		wantConv string
 	}{
 		{
 			name:     "after text",
 			chunks:   []llmtest.Chunk{llmtest.Think("hmm"), llmtest.Say("Partial answ")},
 			cancelOn: "Partial answ",
-			wantMsg:  agent.AssistantMessage{Text: "Partial answ", Reasoning: "hmm"},
+			wantMsg:  event.AssistantMessage{Text: "Partial answ", Reasoning: "hmm"},
 			wantConv: "user: \"first\"\nassistant: \"Partial answ\"\nuser: \"second\"\n",
 		},
 		{
 			name:     "mid tool call",
 			chunks:   []llmtest.Chunk{llmtest.StartCall(0, "c1", "echo", `{"te`), llmtest.Say("Running")},
 			cancelOn: "Running",
-			wantMsg:  agent.AssistantMessage{Text: "Running"},
+			wantMsg:  event.AssistantMessage{Text: "Running"},
 			wantConv: "user: \"first\"\nassistant: \"Running\"\nuser: \"second\"\n",
 		},
 		{
 			name:     "during reasoning",
 			chunks:   []llmtest.Chunk{llmtest.Think("thinking")},
 			cancelOn: "thinking",
-			wantMsg:  agent.AssistantMessage{Reasoning: "thinking"},
+			wantMsg:  event.AssistantMessage{Reasoning: "thinking"},
 			wantConv: "user: \"first\\n\\nsecond\"\n",
 		},
 	}
@@ -46,31 +47,31 @@ func TestCancelDuringStreaming(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, options{}, llmtest.Response{Chunks: tt.chunks, Stall: true}, llmtest.Reply("fresh"))
 			ctx, cancel := context.WithCancel(t.Context())
-			f.rec.setHook(func(e agent.Event) {
+			f.rec.setHook(func(e event.Event) {
 				switch e := e.(type) {
-				case agent.TextDelta:
+				case event.TextDelta:
 					if e.Text == tt.cancelOn {
 						cancel()
 					}
-				case agent.ThoughtDelta:
+				case event.ThoughtDelta:
 					if e.Text == tt.cancelOn {
 						cancel()
 					}
 				}
 			})
-			if stop := f.prompt(t, ctx, "first"); stop != agent.Cancelled {
+			if stop := f.prompt(t, ctx, "first"); stop != event.Cancelled {
 				t.Fatalf("stop = %s", stop)
 			}
 			f.rec.setHook(nil)
 			evs := f.rec.events()
-			msgs := only[agent.AssistantMessage](evs)
+			msgs := only[event.AssistantMessage](evs)
 			if len(msgs) != 1 || !reflect.DeepEqual(msgs[0], tt.wantMsg) {
 				t.Errorf("assistant messages = %+v, want %+v", msgs, tt.wantMsg)
 			}
 			if got, want := kinds(evs), "UserPrompt AssistantMessage TurnEnd(cancelled)"; got != want {
 				t.Errorf("events: %s, want %s", got, want)
 			}
-			if stop := f.prompt(t, t.Context(), "second"); stop != agent.EndTurn {
+			if stop := f.prompt(t, t.Context(), "second"); stop != event.EndTurn {
 				t.Fatalf("next prompt stop = %s", stop)
 			}
 			if got := conversation(f.srv.Last()); got != tt.wantConv {
@@ -94,7 +95,7 @@ func TestCancelDuringToolRun(t *testing.T) {
 		<-started
 		cancel()
 	}()
-	if stop := f.prompt(t, ctx, "run them"); stop != agent.Cancelled {
+	if stop := f.prompt(t, ctx, "run them"); stop != event.Cancelled {
 		t.Fatalf("stop = %s", stop)
 	}
 	evs := f.rec.events()
@@ -113,11 +114,11 @@ func TestCancelDuringToolRun(t *testing.T) {
 	if r := result(t, evs, "c3"); !r.IsError || r.Text != "cancelled: the user stopped the turn before this call ran" {
 		t.Errorf("c3 = %+v", r)
 	}
-	if outs := only[agent.ToolOutput](evs); len(outs) != 1 || outs[0] != (agent.ToolOutput{ID: "c2", Data: "waiting\n"}) {
+	if outs := only[event.ToolOutput](evs); len(outs) != 1 || outs[0] != (event.ToolOutput{ID: "c2", Data: "waiting\n"}) {
 		t.Errorf("outputs = %+v", outs)
 	}
 
-	if stop := f.prompt(t, t.Context(), "next"); stop != agent.EndTurn {
+	if stop := f.prompt(t, t.Context(), "next"); stop != event.EndTurn {
 		t.Fatalf("next prompt stop = %s", stop)
 	}
 	wantConv := "user: \"run them\"\n" +
@@ -133,7 +134,7 @@ func TestCancelDuringToolRun(t *testing.T) {
 
 func TestCancelWhileApproverWaits(t *testing.T) {
 	asked := make(chan struct{})
-	waiting := approverFunc(func(ctx context.Context, _ tools.Session, _ agent.ToolCall) agent.Approval {
+	waiting := approverFunc(func(ctx context.Context, _ tools.Session, _ event.ToolCall) agent.Approval {
 		close(asked)
 		<-ctx.Done()
 		return agent.Approval{Verdict: agent.Deny, Reason: "too late"}
@@ -145,7 +146,7 @@ func TestCancelWhileApproverWaits(t *testing.T) {
 		<-asked
 		cancel()
 	}()
-	if stop := f.prompt(t, ctx, "go"); stop != agent.Cancelled {
+	if stop := f.prompt(t, ctx, "go"); stop != event.Cancelled {
 		t.Fatalf("stop = %s", stop)
 	}
 	evs := f.rec.events()

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/internal/event"
 )
 
 // DirectTool is the tool a direct command runs with.
@@ -23,9 +25,9 @@ const directDescription = "Command typed by the user"
 // TurnEnd. The command and its result enter the history as a user message,
 // so the model sees them on the next prompt. It returns Cancelled when ctx
 // ended the run, EndTurn otherwise; the error is reserved as for Prompt.
-func (s *Session) RunDirect(ctx context.Context, command string) (StopReason, error) {
+func (s *Session) RunDirect(ctx context.Context, command string) (event.StopReason, error) {
 	if !s.acquire(ctx) {
-		return Cancelled, nil
+		return event.Cancelled, nil
 	}
 	defer s.release()
 	start := time.Now()
@@ -34,20 +36,20 @@ func (s *Session) RunDirect(ctx context.Context, command string) (StopReason, er
 		Description string `json:"description"`
 	}{command, directDescription})
 	if err != nil {
-		return EndTurn, err // unreachable: two strings always encode
+		return event.EndTurn, err // unreachable: two strings always encode
 	}
-	call := ToolCall{ID: directID(), Name: DirectTool, Args: args, Direct: true}
-	s.record(UserPrompt{Text: "!" + command})
+	call := event.ToolCall{ID: directID(), Name: DirectTool, Args: args, Direct: true}
+	s.record(event.UserPrompt{Text: "!" + command})
 	s.record(call)
-	res, stop := errorResult("the bash tool is not available in this session"), EndTurn
+	res, stop := errorResult("the bash tool is not available in this session"), event.EndTurn
 	if tool, ok := s.box.Lookup(DirectTool); ok {
 		res = s.runTool(ctx, tool, call)
 		if ctx.Err() != nil {
-			res, stop = cancelledResult(res), Cancelled
+			res, stop = cancelledResult(res), event.Cancelled
 		}
 	}
-	s.record(ToolResult{ID: call.ID, Name: call.Name, Args: call.Args, Result: res})
-	s.record(TurnEnd{StopReason: stop})
+	s.record(event.ToolResult{ID: call.ID, Name: call.Name, Args: call.Args, Result: res})
+	s.record(event.TurnEnd{StopReason: stop})
 	s.log.Info("direct command ended", zap.String("call", call.ID),
 		zap.Bool("isError", res.IsError), zap.Duration("elapsed", time.Since(start)))
 	return stop, nil

@@ -9,11 +9,12 @@ import (
 	"testing"
 
 	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
-func runDirect(t *testing.T, s *agent.Session, ctx context.Context, cmd string) agent.StopReason {
+func runDirect(t *testing.T, s *agent.Session, ctx context.Context, cmd string) event.StopReason {
 	t.Helper()
 	stop, err := s.RunDirect(ctx, cmd)
 	if err != nil {
@@ -24,30 +25,30 @@ func runDirect(t *testing.T, s *agent.Session, ctx context.Context, cmd string) 
 
 func TestDirectCommandWithoutModel(t *testing.T) {
 	approverCalled := false
-	never := approverFunc(func(context.Context, tools.Session, agent.ToolCall) agent.Approval {
+	never := approverFunc(func(context.Context, tools.Session, event.ToolCall) agent.Approval {
 		approverCalled = true
 		return agent.Approval{Verdict: agent.Deny}
 	})
 	f := newFixture(t, options{noModel: true, approver: never})
-	if stop := runDirect(t, f.sess, t.Context(), "ls -la"); stop != agent.EndTurn {
+	if stop := runDirect(t, f.sess, t.Context(), "ls -la"); stop != event.EndTurn {
 		t.Fatalf("stop = %s", stop)
 	}
 	evs := f.rec.events()
 	if len(evs) != 5 {
 		t.Fatalf("events: %#v", evs)
 	}
-	call, ok := evs[1].(agent.ToolCall)
+	call, ok := evs[1].(event.ToolCall)
 	if !ok || !regexp.MustCompile(`^user-[0-9a-f]{12}$`).MatchString(call.ID) {
 		t.Fatalf("call = %#v", evs[1])
 	}
 	wantArgs := json.RawMessage(`{"command":"ls -la","description":"Command typed by the user"}`)
-	want := []agent.Event{
-		agent.UserPrompt{Text: "!ls -la"},
-		agent.ToolCall{ID: call.ID, Name: "bash", Args: wantArgs, Direct: true},
-		agent.ToolOutput{ID: call.ID, Data: "ran ls -la\n"},
-		agent.ToolResult{ID: call.ID, Name: "bash", Args: wantArgs,
-			Result: tools.Result{Text: "ran ls -la\n", CardOutput: "ran ls -la\n"}},
-		agent.TurnEnd{StopReason: agent.EndTurn},
+	want := []event.Event{
+		event.UserPrompt{Text: "!ls -la"},
+		event.ToolCall{ID: call.ID, Name: "bash", Args: wantArgs, Direct: true},
+		event.ToolOutput{ID: call.ID, Data: "ran ls -la\n"},
+		event.ToolResult{ID: call.ID, Name: "bash", Args: wantArgs,
+			Result: event.Result{Text: "ran ls -la\n", CardOutput: "ran ls -la\n"}},
+		event.TurnEnd{StopReason: event.EndTurn},
 	}
 	if !reflect.DeepEqual(evs, want) {
 		t.Errorf("events:\n%#v\nwant\n%#v", evs, want)
@@ -83,14 +84,14 @@ func TestDirectCommandCancelled(t *testing.T) {
 		<-started
 		cancel()
 	}()
-	if stop := runDirect(t, f.sess, ctx, "sleep 100"); stop != agent.Cancelled {
+	if stop := runDirect(t, f.sess, ctx, "sleep 100"); stop != event.Cancelled {
 		t.Fatalf("stop = %s", stop)
 	}
 	evs := f.rec.events()
 	if got := kinds(evs); !strings.HasSuffix(got, "TurnEnd(cancelled)") {
 		t.Errorf("events: %s", got)
 	}
-	res := only[agent.ToolResult](evs)[0].Result
+	res := only[event.ToolResult](evs)[0].Result
 	if !res.IsError || !strings.Contains(res.Text, "cancelled") {
 		t.Errorf("result = %+v", res)
 	}
@@ -102,10 +103,10 @@ func TestDirectCommandCancelled(t *testing.T) {
 
 func TestDirectCommandWithoutBashTool(t *testing.T) {
 	f := newFixture(t, options{noModel: true, box: box{echo()}})
-	if stop := runDirect(t, f.sess, t.Context(), "ls"); stop != agent.EndTurn {
+	if stop := runDirect(t, f.sess, t.Context(), "ls"); stop != event.EndTurn {
 		t.Fatalf("stop = %s", stop)
 	}
-	res := only[agent.ToolResult](f.rec.events())[0].Result
+	res := only[event.ToolResult](f.rec.events())[0].Result
 	if !res.IsError || !strings.Contains(res.Text, "not available") {
 		t.Errorf("result = %+v", res)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/llm"
 	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -18,7 +19,7 @@ import (
 
 var (
 	_ agent.ModelClient = (*llm.Client)(nil)
-	_ agent.Toolbox     = (*tools.Set)(nil)
+	_ agent.Toolbox     = (*tools.Registry)(nil)
 )
 
 const testKey = "sk-agent-test-secret-42"
@@ -27,11 +28,11 @@ const testKey = "sk-agent-test-secret-42"
 // first (on the emitting goroutine).
 type recorder struct {
 	mu   sync.Mutex
-	evs  []agent.Event
-	hook func(agent.Event)
+	evs  []event.Event
+	hook func(event.Event)
 }
 
-func (r *recorder) Emit(e agent.Event) {
+func (r *recorder) Emit(e event.Event) {
 	r.mu.Lock()
 	r.evs = append(r.evs, e)
 	hook := r.hook
@@ -41,10 +42,10 @@ func (r *recorder) Emit(e agent.Event) {
 	}
 }
 
-func (r *recorder) events() []agent.Event {
+func (r *recorder) events() []event.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]agent.Event(nil), r.evs...)
+	return append([]event.Event(nil), r.evs...)
 }
 
 func (r *recorder) reset() {
@@ -53,7 +54,7 @@ func (r *recorder) reset() {
 	r.evs = nil
 }
 
-func (r *recorder) setHook(h func(agent.Event)) {
+func (r *recorder) setHook(h func(event.Event)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.hook = h
@@ -61,26 +62,26 @@ func (r *recorder) setHook(h func(agent.Event)) {
 
 // kinds names the events' types, without the deltas and output, for compact
 // sequence assertions.
-func kinds(evs []agent.Event) string {
+func kinds(evs []event.Event) string {
 	var out []string
 	for _, e := range evs {
 		switch e := e.(type) {
-		case agent.TextDelta, agent.ThoughtDelta, agent.ToolOutput:
+		case event.TextDelta, event.ThoughtDelta, event.ToolOutput:
 			continue
-		case agent.ToolCall:
+		case event.ToolCall:
 			out = append(out, "ToolCall("+e.ID+")")
-		case agent.ToolResult:
+		case event.ToolResult:
 			out = append(out, "ToolResult("+e.ID+")")
-		case agent.TurnEnd:
+		case event.TurnEnd:
 			out = append(out, "TurnEnd("+string(e.StopReason)+")")
 		default:
-			out = append(out, strings.TrimPrefix(fmt.Sprintf("%T", e), "agent."))
+			out = append(out, strings.TrimPrefix(fmt.Sprintf("%T", e), "event."))
 		}
 	}
 	return strings.Join(out, " ")
 }
 
-func only[T agent.Event](evs []agent.Event) []T {
+func only[T event.Event](evs []event.Event) []T {
 	var out []T
 	for _, e := range evs {
 		if v, ok := e.(T); ok {
@@ -90,21 +91,21 @@ func only[T agent.Event](evs []agent.Event) []T {
 	return out
 }
 
-func result(t *testing.T, evs []agent.Event, id string) tools.Result {
+func result(t *testing.T, evs []event.Event, id string) event.Result {
 	t.Helper()
-	for _, r := range only[agent.ToolResult](evs) {
+	for _, r := range only[event.ToolResult](evs) {
 		if r.ID == id {
 			return r.Result
 		}
 	}
 	t.Fatalf("no ToolResult for %s in %s", id, kinds(evs))
-	return tools.Result{}
+	return event.Result{}
 }
 
 // testTool is a tool whose Run is a function.
 type testTool struct {
 	name string
-	run  func(ctx context.Context, call tools.Call) tools.Result
+	run  func(ctx context.Context, call tools.Call) event.Result
 }
 
 func (t testTool) Name() string        { return t.name }
@@ -112,11 +113,11 @@ func (t testTool) Description() string { return "the " + t.name + " test tool" }
 func (t testTool) Schema() json.RawMessage {
 	return json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)
 }
-func (t testTool) Run(ctx context.Context, call tools.Call) tools.Result { return t.run(ctx, call) }
+func (t testTool) Run(ctx context.Context, call tools.Call) event.Result { return t.run(ctx, call) }
 func (t testTool) PresentCall(json.RawMessage) tools.CallIntent {
 	return tools.CallIntent{Card: tools.CardGeneric, Title: t.name}
 }
-func (t testTool) PresentResult(json.RawMessage, tools.Result) tools.ResultIntent {
+func (t testTool) PresentResult(json.RawMessage, event.Result) tools.ResultIntent {
 	return tools.ResultIntent{Card: tools.CardGeneric}
 }
 
@@ -131,43 +132,43 @@ func textArg(call tools.Call) string {
 
 // echo answers with its text argument.
 func echo() testTool {
-	return testTool{name: "echo", run: func(_ context.Context, call tools.Call) tools.Result {
-		return tools.Result{Text: "echo: " + textArg(call)}
+	return testTool{name: "echo", run: func(_ context.Context, call tools.Call) event.Result {
+		return event.Result{Text: "echo: " + textArg(call)}
 	}}
 }
 
 // streamer sends its output in pieces through Call.Output.
 func streamer() testTool {
-	return testTool{name: "stream", run: func(_ context.Context, call tools.Call) tools.Result {
+	return testTool{name: "stream", run: func(_ context.Context, call tools.Call) event.Result {
 		for _, p := range []string{"one\n", "two\n"} {
 			if call.Output != nil {
 				call.Output(p)
 			}
 		}
-		return tools.Result{Text: "one\ntwo\n", CardOutput: "one\ntwo\n"}
+		return event.Result{Text: "one\ntwo\n", CardOutput: "one\ntwo\n"}
 	}}
 }
 
 // blocker runs until its context ends, after closing started.
 func blocker(started chan<- struct{}) testTool {
-	return testTool{name: "block", run: func(ctx context.Context, call tools.Call) tools.Result {
+	return testTool{name: "block", run: func(ctx context.Context, call tools.Call) event.Result {
 		if call.Output != nil {
 			call.Output("waiting\n")
 		}
 		close(started)
 		<-ctx.Done()
-		return tools.Result{Text: "waiting\n[aborted]", IsError: true, CardOutput: "waiting\n"}
+		return event.Result{Text: "waiting\n[aborted]", IsError: true, CardOutput: "waiting\n"}
 	}}
 }
 
 // fakeBash stands in for the bash tool of direct commands.
 func fakeBash() testTool {
-	return testTool{name: "bash", run: func(_ context.Context, call tools.Call) tools.Result {
+	return testTool{name: "bash", run: func(_ context.Context, call tools.Call) event.Result {
 		out := "ran " + textArg(call) + "\n"
 		if call.Output != nil {
 			call.Output(out)
 		}
-		return tools.Result{Text: out, CardOutput: out}
+		return event.Result{Text: out, CardOutput: out}
 	}}
 }
 
@@ -220,7 +221,7 @@ func newFixture(t *testing.T, o options, script ...llmtest.Response) *fixture {
 	return f
 }
 
-func (f *fixture) prompt(t *testing.T, ctx context.Context, text string) agent.StopReason {
+func (f *fixture) prompt(t *testing.T, ctx context.Context, text string) event.StopReason {
 	t.Helper()
 	stop, err := f.sess.Prompt(ctx, text)
 	if err != nil {
@@ -236,9 +237,9 @@ func conversation(r llmtest.Request) string {
 }
 
 // roundTrip passes events through JSON, as the journal does.
-func roundTrip(t *testing.T, evs []agent.Event) []agent.Event {
+func roundTrip(t *testing.T, evs []event.Event) []event.Event {
 	t.Helper()
-	out := make([]agent.Event, len(evs))
+	out := make([]event.Event, len(evs))
 	for i, e := range evs {
 		b, err := json.Marshal(e)
 		if err != nil {
@@ -248,14 +249,14 @@ func roundTrip(t *testing.T, evs []agent.Event) []agent.Event {
 		if err := json.Unmarshal(b, p.Interface()); err != nil {
 			t.Fatalf("unmarshal %T: %v", e, err)
 		}
-		out[i] = p.Elem().Interface().(agent.Event)
+		out[i] = p.Elem().Interface().(event.Event)
 	}
 	return out
 }
 
 // approverFunc adapts a function to agent.Approver.
-type approverFunc func(ctx context.Context, s tools.Session, call agent.ToolCall) agent.Approval
+type approverFunc func(ctx context.Context, s tools.Session, call event.ToolCall) agent.Approval
 
-func (f approverFunc) Approve(ctx context.Context, s tools.Session, call agent.ToolCall) agent.Approval {
+func (f approverFunc) Approve(ctx context.Context, s tools.Session, call event.ToolCall) agent.Approval {
 	return f(ctx, s, call)
 }

@@ -6,13 +6,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/llm"
-	"github.com/dsh-acp/dsh-acp/tools"
 )
-
-// interruptedText is the result of a call whose run the journal never saw
-// end (the daemon died mid-call).
-const interruptedText = "interrupted: the daemon stopped while this command ran"
 
 // history is a session's conversation, built only by folding events through
 // apply: the live loop records each event and applies it, Restore applies the
@@ -47,26 +43,23 @@ func newHistory() history { return history{promptAt: -1} }
 // apply folds one event into the history. Events without a bearing on the
 // conversation (deltas, output, error messages) are ignored, as are results
 // for calls that are not pending.
-func (h *history) apply(ev Event) {
+func (h *history) apply(ev event.Event) {
 	switch e := ev.(type) {
-	case UserPrompt:
-		h.closeDangling()
+	case event.UserPrompt:
 		h.append(entry{msg: llm.Message{Role: llm.RoleUser, Content: e.Text}})
 		h.promptAt, h.answered = len(h.entries)-1, false
-	case Notice:
+	case event.Notice:
 		h.addNotice(e.Text)
-	case AssistantMessage:
-		h.closeDangling()
+	case event.AssistantMessage:
 		h.answered = true
 		h.addAssistant(e)
-	case ToolCall:
+	case event.ToolCall:
 		if e.Direct {
 			h.openDirect(e)
 		}
-	case ToolResult:
+	case event.ToolResult:
 		h.addResult(e)
-	case TurnEnd:
-		h.closeDangling()
+	case event.TurnEnd:
 		h.promptAt, h.answered = -1, false
 	}
 }
@@ -88,7 +81,7 @@ func (h *history) addNotice(text string) {
 	h.promptAt++
 }
 
-func (h *history) addAssistant(e AssistantMessage) {
+func (h *history) addAssistant(e event.AssistantMessage) {
 	if e.Text == "" && len(e.ToolCalls) == 0 {
 		return // nothing the provider would accept (a cancel before any answer)
 	}
@@ -105,7 +98,7 @@ func (h *history) addAssistant(e AssistantMessage) {
 
 // openDirect starts a direct command: its prompt ("!cmd") gives way to the
 // message that will carry the command and its result.
-func (h *history) openDirect(e ToolCall) {
+func (h *history) openDirect(e event.ToolCall) {
 	if h.promptAt >= 0 && h.promptAt == len(h.entries)-1 {
 		h.entries = h.entries[:h.promptAt]
 	}
@@ -113,7 +106,7 @@ func (h *history) openDirect(e ToolCall) {
 	h.pending = append(h.pending, pendingCall{id: e.ID, name: e.Name, args: e.Args, direct: true})
 }
 
-func (h *history) addResult(e ToolResult) {
+func (h *history) addResult(e event.ToolResult) {
 	i := h.pendingIndex(e.ID)
 	if i < 0 {
 		return
@@ -138,20 +131,6 @@ func (h *history) pendingIndex(id string) int {
 		}
 	}
 	return -1
-}
-
-// closeDangling answers every pending call with an interrupted result, so
-// the conversation stays valid. It returns the results it made up.
-func (h *history) closeDangling() []ToolResult {
-	var made []ToolResult
-	for len(h.pending) > 0 {
-		p := h.pending[0]
-		r := ToolResult{ID: p.id, Name: p.name, Args: p.args,
-			Result: tools.Result{Text: interruptedText, IsError: true}}
-		h.addResult(r)
-		made = append(made, r)
-	}
-	return made
 }
 
 // directMessage is what the model reads about a command the user ran.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 )
 
@@ -13,7 +13,7 @@ func TestProviderErrors(t *testing.T) {
 	tests := []struct {
 		name      string
 		script    []llmtest.Response
-		wantError string // in the ErrorMessage; "" when the turn succeeds
+		wantError string // in the event.ErrorMessage; "" when the turn succeeds
 		wantText  string // the answer, when it succeeds
 		requests  int
 	}{
@@ -64,16 +64,16 @@ func TestProviderErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, options{}, append(tt.script, llmtest.Reply("recovered"))...)
-			if stop := f.prompt(t, t.Context(), "hi"); stop != agent.EndTurn {
+			if stop := f.prompt(t, t.Context(), "hi"); stop != event.EndTurn {
 				t.Fatalf("stop = %s", stop)
 			}
 			evs := f.rec.events()
-			errs := only[agent.ErrorMessage](evs)
+			errs := only[event.ErrorMessage](evs)
 			if tt.wantError == "" {
 				if len(errs) != 0 {
 					t.Errorf("unexpected error messages %v", errs)
 				}
-				msgs := only[agent.AssistantMessage](evs)
+				msgs := only[event.AssistantMessage](evs)
 				if len(msgs) != 1 || msgs[0].Text != tt.wantText {
 					t.Errorf("assistant messages = %+v", msgs)
 				}
@@ -90,10 +90,10 @@ func TestProviderErrors(t *testing.T) {
 				}
 			}
 			// The session still works.
-			if stop := f.prompt(t, t.Context(), "again"); stop != agent.EndTurn {
+			if stop := f.prompt(t, t.Context(), "again"); stop != event.EndTurn {
 				t.Errorf("next prompt stop = %s", stop)
 			}
-			if last := only[agent.AssistantMessage](f.rec.events()); last[len(last)-1].Text != "recovered" {
+			if last := only[event.AssistantMessage](f.rec.events()); last[len(last)-1].Text != "recovered" {
 				t.Errorf("next answer = %+v", last[len(last)-1])
 			}
 		})
@@ -102,14 +102,14 @@ func TestProviderErrors(t *testing.T) {
 
 func TestNoModelConfigured(t *testing.T) {
 	f := newFixture(t, options{noModel: true})
-	if stop := f.prompt(t, t.Context(), "hello?"); stop != agent.EndTurn {
+	if stop := f.prompt(t, t.Context(), "hello?"); stop != event.EndTurn {
 		t.Fatalf("stop = %s", stop)
 	}
 	evs := f.rec.events()
 	if got := kinds(evs); got != "UserPrompt ErrorMessage TurnEnd(end_turn)" {
 		t.Fatalf("events: %s", got)
 	}
-	msg := only[agent.ErrorMessage](evs)[0].Text
+	msg := only[event.ErrorMessage](evs)[0].Text
 	for _, want := range []string{"DSH_API_KEY", "DEEPSEEK_API_KEY", "--base-url", "DSH_BASE_URL", "--model", "DSH_MODEL"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q does not mention %s", msg, want)

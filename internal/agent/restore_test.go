@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
+	"github.com/dsh-acp/dsh-acp/replay"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
@@ -18,9 +20,9 @@ import (
 func TestRestoreEquivalence(t *testing.T) {
 	started := make(chan struct{})
 	var live *agent.Session
-	notifier := testTool{name: "notify", run: func(context.Context, tools.Call) tools.Result {
+	notifier := testTool{name: "notify", run: func(context.Context, tools.Call) event.Result {
 		live.QueueNotice("NOTICE-2: task bash-7 completed")
-		return tools.Result{Text: "queued"}
+		return event.Result{Text: "queued"}
 	}}
 	tb := defaultBox(notifier, blocker(started))
 	f := newFixture(t, options{box: tb},
@@ -53,12 +55,12 @@ func TestRestoreEquivalence(t *testing.T) {
 	f.prompt(t, t.Context(), "p2")
 
 	ctx, cancel := context.WithCancel(t.Context())
-	f.rec.setHook(func(e agent.Event) {
-		if d, ok := e.(agent.TextDelta); ok && d.Text == "part" {
+	f.rec.setHook(func(e event.Event) {
+		if d, ok := e.(event.TextDelta); ok && d.Text == "part" {
 			cancel()
 		}
 	})
-	if stop := f.prompt(t, ctx, "p3"); stop != agent.Cancelled {
+	if stop := f.prompt(t, ctx, "p3"); stop != event.Cancelled {
 		t.Fatalf("p3 stop = %s", stop)
 	}
 	f.rec.setHook(nil)
@@ -68,15 +70,15 @@ func TestRestoreEquivalence(t *testing.T) {
 		<-started
 		cancel()
 	}()
-	if stop := f.prompt(t, ctx, "p4"); stop != agent.Cancelled {
+	if stop := f.prompt(t, ctx, "p4"); stop != event.Cancelled {
 		t.Fatalf("p4 stop = %s", stop)
 	}
-	if stop := f.prompt(t, t.Context(), "p5"); stop != agent.MaxTokens {
+	if stop := f.prompt(t, t.Context(), "p5"); stop != event.MaxTokens {
 		t.Fatalf("p5 stop = %s", stop)
 	}
 
 	journal := roundTrip(t, f.rec.events())
-	if n := len(only[agent.Notice](journal)); n != 2 {
+	if n := len(only[event.Notice](journal)); n != 2 {
 		t.Fatalf("notices in the journal = %d, want 2", n)
 	}
 
@@ -116,22 +118,24 @@ func TestRestoreEquivalence(t *testing.T) {
 
 func TestRestoreClosesDanglingCalls(t *testing.T) {
 	args := []byte(`{"command":"sleep 1000"}`)
-	journal := []agent.Event{
-		agent.UserPrompt{Text: "!ls"},
-		agent.ToolCall{ID: "user-1", Name: "bash", Args: []byte(`{"command":"ls"}`), Direct: true},
+	journal := []event.Event{
+		event.UserPrompt{Text: "!ls"},
+		event.ToolCall{ID: "user-1", Name: "bash", Args: []byte(`{"command":"ls"}`), Direct: true},
 		// the daemon died; after a restart:
-		agent.UserPrompt{Text: "hi"},
-		agent.AssistantMessage{Text: "Running.", ToolCalls: []agent.ToolCallInfo{
+		event.UserPrompt{Text: "hi"},
+		event.AssistantMessage{Text: "Running.", ToolCalls: []event.CallInfo{
 			{ID: "c1", Name: "bash", Args: args}, {ID: "c2", Name: "bash", Args: args}}},
-		agent.ToolCall{ID: "c1", Name: "bash", Args: args},
-		agent.ToolOutput{ID: "c1", Data: "…"},
+		event.ToolCall{ID: "c1", Name: "bash", Args: args},
+		event.ToolOutput{ID: "c1", Data: "…"},
 		// the daemon died again
 	}
 	f := newFixture(t, options{}, llmtest.Reply("ok"))
 	made := f.sess.Restore(journal)
+	// The settler's texts, the same a replay shows: c2 never started.
+	wantText := map[string]string{"user-1": replay.InterruptedText, "c1": replay.InterruptedText, "c2": replay.NotStartedText}
 	var ids []string
 	for _, r := range made {
-		if !r.Result.IsError || r.Result.Text != "interrupted: the daemon stopped while this command ran" {
+		if !r.Result.IsError || r.Result.Text != wantText[r.ID] {
 			t.Errorf("made-up result = %+v", r)
 		}
 		ids = append(ids, r.ID)
@@ -144,7 +148,7 @@ func TestRestoreClosesDanglingCalls(t *testing.T) {
 		"interrupted: the daemon stopped while this command ran\\n\\nhi\"\n" +
 		"assistant: \"Running.\" call c1 bash({\"command\":\"sleep 1000\"}) call c2 bash({\"command\":\"sleep 1000\"})\n" +
 		"tool[c1]: \"interrupted: the daemon stopped while this command ran\"\n" +
-		"tool[c2]: \"interrupted: the daemon stopped while this command ran\"\n" +
+		"tool[c2]: \"interrupted: the daemon stopped before this command ran\"\n" +
 		"user: \"what happened?\"\n"
 	if got := conversation(f.srv.Last()); got != want {
 		t.Errorf("request:\n%s\nwant\n%s", got, want)
@@ -154,8 +158,8 @@ func TestRestoreClosesDanglingCalls(t *testing.T) {
 func TestRestoreReplacesHistory(t *testing.T) {
 	f := newFixture(t, options{}, llmtest.Reply("one"), llmtest.Reply("two"))
 	f.prompt(t, t.Context(), "forget me")
-	f.sess.Restore([]agent.Event{agent.UserPrompt{Text: "old"}, agent.AssistantMessage{Text: "reply"},
-		agent.TurnEnd{StopReason: agent.EndTurn}})
+	f.sess.Restore([]event.Event{event.UserPrompt{Text: "old"}, event.AssistantMessage{Text: "reply"},
+		event.TurnEnd{StopReason: event.EndTurn}})
 	f.prompt(t, t.Context(), "new")
 	if got := conversation(f.srv.Last()); got != "user: \"old\"\nassistant: \"reply\"\nuser: \"new\"\n" {
 		t.Errorf("request:\n%s", got)
@@ -163,12 +167,12 @@ func TestRestoreReplacesHistory(t *testing.T) {
 }
 
 func TestHistoryElidesOldOutput(t *testing.T) {
-	lines := testTool{name: "lines", run: func(_ context.Context, call tools.Call) tools.Result {
+	lines := testTool{name: "lines", run: func(_ context.Context, call tools.Call) event.Result {
 		var b strings.Builder
 		for i := 1; i <= 50; i++ {
 			fmt.Fprintf(&b, "%s line %02d of output\n", textArg(call), i)
 		}
-		return tools.Result{Text: b.String()}
+		return event.Result{Text: b.String()}
 	}}
 	var script []llmtest.Response
 	for i := 1; i <= 3; i++ {

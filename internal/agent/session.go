@@ -10,7 +10,9 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/llm"
+	"github.com/dsh-acp/dsh-acp/replay"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
@@ -64,7 +66,7 @@ type Session struct {
 	id, cwd  string
 	model    ModelClient
 	box      Toolbox
-	sink     Sink
+	sink     event.Sink
 	approver Approver
 	cfg      Config
 	log      *zap.Logger
@@ -85,7 +87,7 @@ var baseSystemPrompt string
 // to configure one, and direct commands still work). box may be nil (no
 // tools); approver may be nil (every call is allowed). Every event the
 // session produces goes to sink.
-func NewSession(id, cwd string, model ModelClient, box Toolbox, sink Sink, approver Approver, cfg Config) *Session {
+func NewSession(id, cwd string, model ModelClient, box Toolbox, sink event.Sink, approver Approver, cfg Config) *Session {
 	if cfg.MaxTurnRequests <= 0 {
 		cfg.MaxTurnRequests = DefaultMaxTurnRequests
 	}
@@ -99,7 +101,7 @@ func NewSession(id, cwd string, model ModelClient, box Toolbox, sink Sink, appro
 		box = emptyBox{}
 	}
 	if sink == nil {
-		sink = SinkFunc(func(Event) {})
+		sink = event.SinkFunc(func(event.Event) {})
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -167,18 +169,18 @@ func (s *Session) acquire(ctx context.Context) bool {
 func (s *Session) release() { <-s.turn }
 
 // record emits ev and folds it into the history.
-func (s *Session) record(ev Event) {
+func (s *Session) record(ev event.Event) {
 	s.sink.Emit(ev)
 	s.hist.apply(ev)
 }
 
 // Restore replaces the history with the one the recorded events describe
 // (UserPrompt, Notice, AssistantMessage, ToolCall, ToolResult, TurnEnd;
-// others are ignored), exactly as the live session had it. Calls that never
-// got a result (the daemon died mid-call) are answered with an interrupted
-// result; Restore returns those results, in order, for the caller to present
-// and journal. It waits for a running turn to end.
-func (s *Session) Restore(events []Event) []ToolResult {
+// others are ignored), exactly as the live session had it. The events pass
+// through replay's Settler first, so a call that never got a result (the
+// daemon died mid-call) is answered as a replay shows it; Restore returns
+// those synthetic results, in order. It waits for a running turn to end.
+func (s *Session) Restore(events []event.Event) []event.ToolResult {
 	r := s.BeginRestore()
 	for _, ev := range events {
 		r.Apply(ev)
@@ -190,8 +192,10 @@ func (s *Session) Restore(events []Event) []ToolResult {
 // streaming a journal need not hold it all. While it is open the session
 // runs no turn.
 type Restorer struct {
-	s    *Session
-	made []ToolResult
+	s       *Session
+	settler *replay.Settler
+	emitted []event.Event // what the settler passed on for the current Apply
+	made    []event.ToolResult
 }
 
 // BeginRestore waits for a running turn to end, empties the history and
@@ -199,24 +203,40 @@ type Restorer struct {
 func (s *Session) BeginRestore() *Restorer {
 	s.turn <- struct{}{}
 	s.hist = newHistory()
-	return &Restorer{s: s}
+	r := &Restorer{s: s}
+	r.settler = replay.NewSettler(func(ev event.Event) error {
+		r.emitted = append(r.emitted, ev)
+		r.s.hist.apply(ev)
+		return nil
+	})
+	return r
 }
 
-// Apply folds one recorded event into the history (see Restore).
-func (r *Restorer) Apply(ev Event) {
-	switch ev.(type) {
-	case UserPrompt, AssistantMessage, TurnEnd:
-		r.made = append(r.made, r.s.hist.closeDangling()...)
-	}
-	r.s.hist.apply(ev)
+// Apply folds one recorded event into the history (see Restore). Events
+// already settled (as session/load streams them) pass unchanged.
+func (r *Restorer) Apply(ev event.Event) {
+	r.emitted = r.emitted[:0]
+	_ = r.settler.Push(ev) // the emit function never fails
+	r.collect(len(r.emitted) - 1)
 }
 
 // Done answers calls left without a result, releases the session and
-// returns the results it made. Call it once.
-func (r *Restorer) Done() []ToolResult {
-	made := append(r.made, r.s.hist.closeDangling()...)
+// returns the synthetic results the settler made. Call it once.
+func (r *Restorer) Done() []event.ToolResult {
+	r.emitted = r.emitted[:0]
+	_ = r.settler.Close()
+	r.collect(len(r.emitted))
 	r.s.release()
-	return made
+	return r.made
+}
+
+// collect keeps the synthetic results among the first n emitted events.
+func (r *Restorer) collect(n int) {
+	for _, ev := range r.emitted[:max(n, 0)] {
+		if res, ok := ev.(event.ToolResult); ok {
+			r.made = append(r.made, res)
+		}
+	}
 }
 
 // systemPrompt is the base prompt plus the tools' section.

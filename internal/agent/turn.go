@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/llm"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
@@ -23,15 +24,15 @@ import (
 // the history left consistent. The error is reserved for failures of the
 // session itself; there are none today. If ctx ends while another turn
 // still runs, Prompt returns Cancelled without emitting anything.
-func (s *Session) Prompt(ctx context.Context, text string) (StopReason, error) {
+func (s *Session) Prompt(ctx context.Context, text string) (event.StopReason, error) {
 	if !s.acquire(ctx) {
-		return Cancelled, nil
+		return event.Cancelled, nil
 	}
 	defer s.release()
 	start := time.Now()
-	s.record(UserPrompt{Text: text})
+	s.record(event.UserPrompt{Text: text})
 	stop, requests := s.runTurn(ctx)
-	s.record(TurnEnd{StopReason: stop})
+	s.record(event.TurnEnd{StopReason: stop})
 	s.log.Info("turn ended", zap.String("stopReason", string(stop)),
 		zap.Int("requests", requests), zap.Duration("elapsed", time.Since(start)))
 	return stop, nil
@@ -39,14 +40,14 @@ func (s *Session) Prompt(ctx context.Context, text string) (StopReason, error) {
 
 // runTurn is the model ⇄ tools loop. It returns why it stopped and how many
 // model requests it made.
-func (s *Session) runTurn(ctx context.Context) (StopReason, int) {
+func (s *Session) runTurn(ctx context.Context) (event.StopReason, int) {
 	if s.model == nil {
-		s.record(ErrorMessage{Text: noModelText})
-		return EndTurn, 0
+		s.record(event.ErrorMessage{Text: noModelText})
+		return event.EndTurn, 0
 	}
 	for n := 1; ; n++ {
 		if n > s.cfg.MaxTurnRequests {
-			return MaxTurnRequests, n - 1
+			return event.MaxTurnRequests, n - 1
 		}
 		stop, done := s.step(ctx)
 		if done {
@@ -57,7 +58,7 @@ func (s *Session) runTurn(ctx context.Context) (StopReason, int) {
 
 // step makes one model request and runs the calls it asks for. done reports
 // that the turn is over, for the reason stop.
-func (s *Session) step(ctx context.Context) (stop StopReason, done bool) {
+func (s *Session) step(ctx context.Context) (stop event.StopReason, done bool) {
 	s.deliverNotices()
 	req := llm.Request{
 		Messages: s.hist.messages(s.systemPrompt(), s.cfg.HistoryBudget, !s.cfg.OmitToolCallReasoning),
@@ -71,39 +72,39 @@ func (s *Session) step(ctx context.Context) (stop StopReason, done bool) {
 	switch {
 	case ctx.Err() != nil:
 		s.recordPartial(resp)
-		return Cancelled, true
+		return event.Cancelled, true
 	case err != nil:
 		s.recordPartial(resp)
-		s.record(ErrorMessage{Text: describeModelError(err)})
-		return EndTurn, true
+		s.record(event.ErrorMessage{Text: describeModelError(err)})
+		return event.EndTurn, true
 	}
 	calls := resp.ToolCalls
 	if resp.FinishReason == llm.FinishLength || resp.FinishReason == llm.FinishContentFilter {
 		calls = nil // cut off mid-call: the arguments cannot be trusted
 	}
-	s.record(AssistantMessage{Text: resp.Text, Reasoning: resp.Reasoning, ToolCalls: callInfos(calls)})
+	s.record(event.AssistantMessage{Text: resp.Text, Reasoning: resp.Reasoning, ToolCalls: callInfos(calls)})
 	if len(calls) == 0 {
 		return finishStop(resp.FinishReason), true
 	}
 	return s.runCalls(ctx, calls)
 }
 
-func finishStop(r llm.FinishReason) StopReason {
+func finishStop(r llm.FinishReason) event.StopReason {
 	switch r {
 	case llm.FinishLength:
-		return MaxTokens
+		return event.MaxTokens
 	case llm.FinishContentFilter:
-		return Refusal
+		return event.Refusal
 	}
-	return EndTurn
+	return event.EndTurn
 }
 
 func (s *Session) emitDelta(d llm.Delta) {
 	if d.Reasoning != "" {
-		s.sink.Emit(ThoughtDelta{Text: d.Reasoning})
+		s.sink.Emit(event.ThoughtDelta{Text: d.Reasoning})
 	}
 	if d.Text != "" {
-		s.sink.Emit(TextDelta{Text: d.Text})
+		s.sink.Emit(event.TextDelta{Text: d.Text})
 	}
 }
 
@@ -113,23 +114,23 @@ func (s *Session) recordPartial(resp llm.Response) {
 	if resp.Text == "" && resp.Reasoning == "" {
 		return
 	}
-	s.record(AssistantMessage{Text: resp.Text, Reasoning: resp.Reasoning})
+	s.record(event.AssistantMessage{Text: resp.Text, Reasoning: resp.Reasoning})
 }
 
 // deliverNotices moves the queued notices into the history of this request.
 func (s *Session) deliverNotices() {
 	for _, n := range s.takeNotices() {
-		s.record(Notice{Text: n})
+		s.record(event.Notice{Text: n})
 	}
 }
 
-func callInfos(calls []llm.ToolCall) []ToolCallInfo {
+func callInfos(calls []llm.ToolCall) []event.CallInfo {
 	if len(calls) == 0 {
 		return nil
 	}
-	infos := make([]ToolCallInfo, len(calls))
+	infos := make([]event.CallInfo, len(calls))
 	for i, c := range calls {
-		infos[i] = ToolCallInfo{ID: c.ID, Name: c.Name, Args: eventArgs(c.Args)}
+		infos[i] = event.CallInfo{ID: c.ID, Name: c.Name, Args: eventArgs(c.Args)}
 	}
 	return infos
 }
@@ -137,19 +138,19 @@ func callInfos(calls []llm.ToolCall) []ToolCallInfo {
 // runCalls runs a message's calls in order. After a cancel (or an Approver's
 // CancelTurn) the remaining calls are opened and closed with a cancelled
 // result, so none is left without one.
-func (s *Session) runCalls(ctx context.Context, calls []llm.ToolCall) (StopReason, bool) {
+func (s *Session) runCalls(ctx context.Context, calls []llm.ToolCall) (event.StopReason, bool) {
 	for i, c := range calls {
-		call := ToolCall{ID: c.ID, Name: c.Name, Args: eventArgs(c.Args)}
+		call := event.ToolCall{ID: c.ID, Name: c.Name, Args: eventArgs(c.Args)}
 		if ctx.Err() != nil {
 			s.cancelCalls(calls[i:])
-			return Cancelled, true
+			return event.Cancelled, true
 		}
 		s.record(call)
 		res, cancelTurn := s.runCall(ctx, call)
-		s.record(ToolResult{ID: call.ID, Name: call.Name, Args: call.Args, Result: res})
+		s.record(event.ToolResult{ID: call.ID, Name: call.Name, Args: call.Args, Result: res})
 		if cancelTurn {
 			s.cancelCalls(calls[i+1:])
-			return Cancelled, true
+			return event.Cancelled, true
 		}
 	}
 	return "", false
@@ -162,16 +163,16 @@ const (
 
 func (s *Session) cancelCalls(calls []llm.ToolCall) {
 	for _, c := range calls {
-		call := ToolCall{ID: c.ID, Name: c.Name, Args: eventArgs(c.Args)}
+		call := event.ToolCall{ID: c.ID, Name: c.Name, Args: eventArgs(c.Args)}
 		s.record(call)
-		s.record(ToolResult{ID: call.ID, Name: call.Name, Args: call.Args,
-			Result: tools.Result{Text: cancelledBefore, IsError: true}})
+		s.record(event.ToolResult{ID: call.ID, Name: call.Name, Args: call.Args,
+			Result: event.Result{Text: cancelledBefore, IsError: true}})
 	}
 }
 
 // runCall checks, approves and runs one call. cancelTurn reports that the
 // turn must end (ctx cancelled, or the Approver said so).
-func (s *Session) runCall(ctx context.Context, call ToolCall) (res tools.Result, cancelTurn bool) {
+func (s *Session) runCall(ctx context.Context, call event.ToolCall) (res event.Result, cancelTurn bool) {
 	tool, ok := s.box.Lookup(call.Name)
 	if !ok {
 		return errorResult(fmt.Sprintf("unknown tool %q; the tools you can call are: %s",
@@ -183,15 +184,20 @@ func (s *Session) runCall(ctx context.Context, call ToolCall) (res tools.Result,
 	}
 	if s.approver != nil {
 		a := s.approver.Approve(ctx, s.toolSession(), call)
+		if a.Decision.Verdict != "" {
+			d := a.Decision
+			d.ID, d.Reason = call.ID, a.Reason
+			s.record(d)
+		}
 		switch {
 		case ctx.Err() != nil || a.Verdict == CancelTurn:
-			return tools.Result{Text: cancelledBefore, IsError: true}, true
+			return event.Result{Text: cancelledBefore, IsError: true}, true
 		case a.Verdict == Deny:
 			reason := a.Reason
 			if reason == "" {
 				reason = "the user declined to run this call"
 			}
-			return tools.Result{Text: reason, IsError: true, Declined: reason}, false
+			return event.Result{Text: reason, IsError: true, Declined: reason}, false
 		}
 	}
 	res = s.runTool(ctx, tool, call)
@@ -203,7 +209,7 @@ func (s *Session) runCall(ctx context.Context, call ToolCall) (res tools.Result,
 
 // runTool runs a tool, streaming its output as ToolOutput events. A panic in
 // the tool becomes an error result rather than the daemon's end.
-func (s *Session) runTool(ctx context.Context, tool tools.Tool, call ToolCall) (res tools.Result) {
+func (s *Session) runTool(ctx context.Context, tool tools.Tool, call event.ToolCall) (res event.Result) {
 	start := time.Now()
 	defer func() {
 		if p := recover(); p != nil {
@@ -217,13 +223,13 @@ func (s *Session) runTool(ctx context.Context, tool tools.Tool, call ToolCall) (
 		ID:      call.ID,
 		Args:    call.Args,
 		Session: s.toolSession(),
-		Output:  func(data string) { s.sink.Emit(ToolOutput{ID: call.ID, Data: data}) },
+		Output:  func(data string) { s.sink.Emit(event.ToolOutput{ID: call.ID, Data: data}) },
 	})
 }
 
 // cancelledResult marks a result of a call the cancel interrupted, keeping
 // what the tool reported (its output for the card).
-func cancelledResult(res tools.Result) tools.Result {
+func cancelledResult(res event.Result) event.Result {
 	res.IsError = true
 	if strings.TrimSpace(res.Text) == "" {
 		res.Text = cancelledDuring
@@ -233,7 +239,7 @@ func cancelledResult(res tools.Result) tools.Result {
 	return res
 }
 
-func errorResult(text string) tools.Result { return tools.Result{Text: text, IsError: true} }
+func errorResult(text string) event.Result { return event.Result{Text: text, IsError: true} }
 
 func isJSONObject(args json.RawMessage) bool {
 	var obj map[string]json.RawMessage

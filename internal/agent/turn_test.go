@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/llm"
 	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -16,15 +17,15 @@ import (
 
 func TestTextOnlyTurn(t *testing.T) {
 	f := newFixture(t, options{}, llmtest.Reply("Hel", "lo"))
-	if stop := f.prompt(t, t.Context(), "hi"); stop != agent.EndTurn {
+	if stop := f.prompt(t, t.Context(), "hi"); stop != event.EndTurn {
 		t.Fatalf("stop = %s", stop)
 	}
-	want := []agent.Event{
-		agent.UserPrompt{Text: "hi"},
-		agent.TextDelta{Text: "Hel"},
-		agent.TextDelta{Text: "lo"},
-		agent.AssistantMessage{Text: "Hello"},
-		agent.TurnEnd{StopReason: agent.EndTurn},
+	want := []event.Event{
+		event.UserPrompt{Text: "hi"},
+		event.TextDelta{Text: "Hel"},
+		event.TextDelta{Text: "lo"},
+		event.AssistantMessage{Text: "Hello"},
+		event.TurnEnd{StopReason: event.EndTurn},
 	}
 	if got := f.rec.events(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("events:\n%#v\nwant\n%#v", got, want)
@@ -60,11 +61,11 @@ func TestReasoningIsStreamedAndNotSentBack(t *testing.T) {
 		llmtest.Reply("Five."))
 	f.prompt(t, t.Context(), "2+2?")
 	evs := f.rec.events()
-	thoughts := only[agent.ThoughtDelta](evs)
-	if !reflect.DeepEqual(thoughts, []agent.ThoughtDelta{{Text: "Let me "}, {Text: "see."}}) {
+	thoughts := only[event.ThoughtDelta](evs)
+	if !reflect.DeepEqual(thoughts, []event.ThoughtDelta{{Text: "Let me "}, {Text: "see."}}) {
 		t.Errorf("thoughts = %v", thoughts)
 	}
-	msg := only[agent.AssistantMessage](evs)[0]
+	msg := only[event.AssistantMessage](evs)[0]
 	if msg.Text != "Four." || msg.Reasoning != "Let me see." {
 		t.Errorf("assistant message = %+v", msg)
 	}
@@ -91,7 +92,7 @@ func TestToolCallsSplitAcrossChunks(t *testing.T) {
 					llmtest.Args(1, `{}`),
 					llmtest.Finish("tool_calls")),
 				llmtest.Reply("All done."))
-			if stop := f.prompt(t, t.Context(), "go"); stop != agent.EndTurn {
+			if stop := f.prompt(t, t.Context(), "go"); stop != event.EndTurn {
 				t.Fatalf("stop = %s", stop)
 			}
 			evs := f.rec.events()
@@ -99,8 +100,8 @@ func TestToolCallsSplitAcrossChunks(t *testing.T) {
 			if got := kinds(evs); got != want {
 				t.Fatalf("events:\n%s\nwant\n%s", got, want)
 			}
-			msg := only[agent.AssistantMessage](evs)[0]
-			wantCalls := []agent.ToolCallInfo{
+			msg := only[event.AssistantMessage](evs)[0]
+			wantCalls := []event.CallInfo{
 				{ID: "c1", Name: "echo", Args: json.RawMessage(`{"text": "hi"}`)},
 				{ID: "c2", Name: "stream", Args: json.RawMessage(`{}`)},
 			}
@@ -110,8 +111,8 @@ func TestToolCallsSplitAcrossChunks(t *testing.T) {
 			if r := result(t, evs, "c1"); r.Text != "echo: hi" || r.IsError {
 				t.Errorf("c1 result = %+v", r)
 			}
-			outs := only[agent.ToolOutput](evs)
-			if !reflect.DeepEqual(outs, []agent.ToolOutput{{ID: "c2", Data: "one\n"}, {ID: "c2", Data: "two\n"}}) {
+			outs := only[event.ToolOutput](evs)
+			if !reflect.DeepEqual(outs, []event.ToolOutput{{ID: "c2", Data: "one\n"}, {ID: "c2", Data: "two\n"}}) {
 				t.Errorf("outputs = %+v", outs)
 			}
 			reqs := f.srv.Requests()
@@ -141,7 +142,7 @@ func TestMalformedToolCallsBecomeErrorResults(t *testing.T) {
 			llmtest.Call{ID: "c3", Name: "echo", Args: `["not","an","object"]`},
 		),
 		llmtest.Reply("Sorry, fixing."))
-	if stop := f.prompt(t, t.Context(), "go"); stop != agent.EndTurn {
+	if stop := f.prompt(t, t.Context(), "go"); stop != event.EndTurn {
 		t.Fatalf("stop = %s", stop)
 	}
 	evs := f.rec.events()
@@ -159,7 +160,7 @@ func TestMalformedToolCallsBecomeErrorResults(t *testing.T) {
 		}
 	}
 	// The invalid arguments survive the journal as text.
-	msg := roundTrip(t, evs)[1].(agent.AssistantMessage)
+	msg := roundTrip(t, evs)[1].(event.AssistantMessage)
 	if got := string(msg.ToolCalls[1].Args); got != `"{\"text\": \"unterminated"` {
 		t.Errorf("journaled args = %s", got)
 	}
@@ -179,12 +180,12 @@ func TestStopReasons(t *testing.T) {
 	tests := []struct {
 		name   string
 		script llmtest.Response
-		want   agent.StopReason
+		want   event.StopReason
 	}{
-		{"stop", llmtest.Reply("fine"), agent.EndTurn},
-		{"length", llmtest.Stream(llmtest.Say("tru"), llmtest.Finish("length")), agent.MaxTokens},
-		{"length mid-call drops the call", llmtest.Stream(llmtest.StartCall(0, "c1", "echo", `{"te`), llmtest.Finish("length")), agent.MaxTokens},
-		{"content filter", llmtest.Stream(llmtest.Say("I can"), llmtest.Finish("content_filter")), agent.Refusal},
+		{"stop", llmtest.Reply("fine"), event.EndTurn},
+		{"length", llmtest.Stream(llmtest.Say("tru"), llmtest.Finish("length")), event.MaxTokens},
+		{"length mid-call drops the call", llmtest.Stream(llmtest.StartCall(0, "c1", "echo", `{"te`), llmtest.Finish("length")), event.MaxTokens},
+		{"content filter", llmtest.Stream(llmtest.Say("I can"), llmtest.Finish("content_filter")), event.Refusal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,10 +193,10 @@ func TestStopReasons(t *testing.T) {
 			if stop := f.prompt(t, t.Context(), "go"); stop != tt.want {
 				t.Fatalf("stop = %s, want %s", stop, tt.want)
 			}
-			if n := len(only[agent.ToolCall](f.rec.events())); n != 0 {
+			if n := len(only[event.ToolCall](f.rec.events())); n != 0 {
 				t.Errorf("%d calls ran after a cut-off response", n)
 			}
-			if stop := f.prompt(t, t.Context(), "again"); stop != agent.EndTurn {
+			if stop := f.prompt(t, t.Context(), "again"); stop != event.EndTurn {
 				t.Errorf("next prompt stop = %s", stop)
 			}
 		})
@@ -207,7 +208,7 @@ func TestTurnLimit(t *testing.T) {
 		return llmtest.Calls(llmtest.Call{ID: id, Name: "echo", Args: `{"text":"` + id + `"}`})
 	}
 	f := newFixture(t, options{cfg: agent.Config{MaxTurnRequests: 2}}, call("c1"), call("c2"), llmtest.Reply("ok"))
-	if stop := f.prompt(t, t.Context(), "loop"); stop != agent.MaxTurnRequests {
+	if stop := f.prompt(t, t.Context(), "loop"); stop != event.MaxTurnRequests {
 		t.Fatalf("stop = %s", stop)
 	}
 	want := "UserPrompt AssistantMessage ToolCall(c1) ToolResult(c1) AssistantMessage ToolCall(c2) ToolResult(c2) TurnEnd(max_turn_requests)"
@@ -229,7 +230,7 @@ func TestDefaultTurnLimitIs50(t *testing.T) {
 		script[i] = llmtest.Calls(llmtest.Call{ID: "c", Name: "echo", Args: `{}`})
 	}
 	f := newFixture(t, options{}, script...)
-	if stop := f.prompt(t, t.Context(), "loop"); stop != agent.MaxTurnRequests {
+	if stop := f.prompt(t, t.Context(), "loop"); stop != event.MaxTurnRequests {
 		t.Fatalf("stop = %s", stop)
 	}
 	if n := len(f.srv.Requests()); n != 50 {
@@ -239,9 +240,9 @@ func TestDefaultTurnLimitIs50(t *testing.T) {
 
 func TestNoticesDeliveredOnce(t *testing.T) {
 	var sess *agent.Session
-	notifier := testTool{name: "notify", run: func(_ context.Context, call tools.Call) tools.Result {
+	notifier := testTool{name: "notify", run: func(_ context.Context, call tools.Call) event.Result {
 		sess.QueueNotice("NOTICE-B: task bash-2 completed")
-		return tools.Result{Text: "queued"}
+		return event.Result{Text: "queued"}
 	}}
 	f := newFixture(t, options{box: defaultBox(notifier)},
 		llmtest.Calls(llmtest.Call{ID: "c1", Name: "notify", Args: `{}`}),
@@ -282,7 +283,7 @@ func TestQueueNoticeConcurrently(t *testing.T) {
 	f.prompt(t, t.Context(), "one")
 	wg.Wait()
 	f.prompt(t, t.Context(), "two")
-	if n := len(only[agent.Notice](f.rec.events())); n != 8 {
+	if n := len(only[event.Notice](f.rec.events())); n != 8 {
 		t.Errorf("notices delivered = %d, want 8", n)
 	}
 }
@@ -294,7 +295,7 @@ func TestApprover(t *testing.T) {
 	)
 	t.Run("deny", func(t *testing.T) {
 		var seen []string
-		deny := approverFunc(func(_ context.Context, s tools.Session, call agent.ToolCall) agent.Approval {
+		deny := approverFunc(func(_ context.Context, s tools.Session, call event.ToolCall) agent.Approval {
 			seen = append(seen, s.ID+"/"+call.ID)
 			if call.ID == "c1" {
 				return agent.Approval{Verdict: agent.Deny, Reason: "rejected by rule rm-*"}
@@ -302,7 +303,7 @@ func TestApprover(t *testing.T) {
 			return agent.Approval{Verdict: agent.Allow}
 		})
 		f := newFixture(t, options{approver: deny}, calls, llmtest.Reply("ok"))
-		if stop := f.prompt(t, t.Context(), "go"); stop != agent.EndTurn {
+		if stop := f.prompt(t, t.Context(), "go"); stop != event.EndTurn {
 			t.Fatalf("stop = %s", stop)
 		}
 		evs := f.rec.events()
@@ -317,11 +318,11 @@ func TestApprover(t *testing.T) {
 		}
 	})
 	t.Run("cancel turn", func(t *testing.T) {
-		cancelTurn := approverFunc(func(context.Context, tools.Session, agent.ToolCall) agent.Approval {
+		cancelTurn := approverFunc(func(context.Context, tools.Session, event.ToolCall) agent.Approval {
 			return agent.Approval{Verdict: agent.CancelTurn}
 		})
 		f := newFixture(t, options{approver: cancelTurn}, calls, llmtest.Reply("ok"))
-		if stop := f.prompt(t, t.Context(), "go"); stop != agent.Cancelled {
+		if stop := f.prompt(t, t.Context(), "go"); stop != event.Cancelled {
 			t.Fatalf("stop = %s", stop)
 		}
 		evs := f.rec.events()
@@ -334,17 +335,17 @@ func TestApprover(t *testing.T) {
 				t.Errorf("%s result = %+v", id, r)
 			}
 		}
-		if stop := f.prompt(t, t.Context(), "next"); stop != agent.EndTurn {
+		if stop := f.prompt(t, t.Context(), "next"); stop != event.EndTurn {
 			t.Errorf("next prompt stop = %s", stop)
 		}
 	})
 }
 
 func TestToolPanicBecomesErrorResult(t *testing.T) {
-	panicky := testTool{name: "panicky", run: func(context.Context, tools.Call) tools.Result { panic("boom") }}
+	panicky := testTool{name: "panicky", run: func(context.Context, tools.Call) event.Result { panic("boom") }}
 	f := newFixture(t, options{box: defaultBox(panicky)},
 		llmtest.Calls(llmtest.Call{ID: "c1", Name: "panicky", Args: `{}`}), llmtest.Reply("ok"))
-	if stop := f.prompt(t, t.Context(), "go"); stop != agent.EndTurn {
+	if stop := f.prompt(t, t.Context(), "go"); stop != event.EndTurn {
 		t.Fatalf("stop = %s", stop)
 	}
 	if r := result(t, f.rec.events(), "c1"); !r.IsError || !strings.Contains(r.Text, "internal error") {
@@ -357,7 +358,7 @@ func TestOneTurnAtATime(t *testing.T) {
 	f := newFixture(t, options{box: defaultBox(blocker(started))},
 		llmtest.Calls(llmtest.Call{ID: "c1", Name: "block", Args: `{}`}))
 	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan agent.StopReason)
+	done := make(chan event.StopReason)
 	go func() {
 		stop, _ := f.sess.Prompt(ctx, "first")
 		done <- stop
@@ -367,14 +368,14 @@ func TestOneTurnAtATime(t *testing.T) {
 	// without emitting anything.
 	waitCtx, waitCancel := context.WithCancel(t.Context())
 	waitCancel()
-	if stop := f.prompt(t, waitCtx, "second"); stop != agent.Cancelled {
+	if stop := f.prompt(t, waitCtx, "second"); stop != event.Cancelled {
 		t.Errorf("waiting prompt stop = %s", stop)
 	}
 	cancel()
-	if stop := <-done; stop != agent.Cancelled {
+	if stop := <-done; stop != event.Cancelled {
 		t.Errorf("first prompt stop = %s", stop)
 	}
-	if n := len(only[agent.UserPrompt](f.rec.events())); n != 1 {
+	if n := len(only[event.UserPrompt](f.rec.events())); n != 1 {
 		t.Errorf("user prompts = %d, want 1", n)
 	}
 }
@@ -383,7 +384,7 @@ func TestTypedNilClientMeansNoModel(t *testing.T) {
 	rec := &recorder{}
 	var client *llm.Client
 	s := agent.NewSession("s", "/", client, defaultBox(), rec, nil, agent.Config{})
-	if stop, err := s.Prompt(t.Context(), "hi"); stop != agent.EndTurn || err != nil {
+	if stop, err := s.Prompt(t.Context(), "hi"); stop != event.EndTurn || err != nil {
 		t.Fatalf("Prompt = %s, %v", stop, err)
 	}
 	if got := kinds(rec.events()); got != "UserPrompt ErrorMessage TurnEnd(end_turn)" {

@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 // style holds the escape sequences used to draw; all empty without colour.
@@ -88,17 +90,17 @@ func (r *Renderer) Update(u sdk.SessionUpdate) {
 	case u.AgentMessageChunk != nil:
 		if t := u.AgentMessageChunk.Content.Text; t != nil {
 			r.enter("text")
-			r.printf("%s", t.Text)
+			r.printf("%s", tools.CleanTerminalText(t.Text))
 		}
 	case u.AgentThoughtChunk != nil:
 		if t := u.AgentThoughtChunk.Content.Text; t != nil {
 			r.enter("thought")
-			r.printf("%s%s%s", r.st.dim, t.Text, r.st.reset)
+			r.printf("%s%s%s", r.st.dim, tools.CleanTerminalText(t.Text), r.st.reset)
 		}
 	case u.UserMessageChunk != nil:
 		if t := u.UserMessageChunk.Content.Text; t != nil {
 			r.enter("user")
-			r.printf("%s> %s%s\n", r.st.bold, t.Text, r.st.reset)
+			r.printf("%s> %s%s\n", r.st.bold, tools.CleanTerminalText(t.Text), r.st.reset)
 		}
 	case u.ToolCall != nil:
 		r.openCard(u.ToolCall)
@@ -116,9 +118,9 @@ func (r *Renderer) openCard(tc *sdk.SessionUpdateToolCall) {
 	r.cards[string(tc.ToolCallId)] = c
 	r.enter("card")
 	for _, t := range contentTexts(tc.Content) {
-		r.printf("%s%s%s\n", r.st.dim, t, r.st.reset)
+		r.printf("%s%s%s\n", r.st.dim, tools.CleanTerminalText(t), r.st.reset)
 	}
-	r.printf("%s┌ %s%s%s\n", r.st.cyan, r.st.bold, firstLine(tc.Title), r.st.reset)
+	r.printf("%s┌ %s%s%s\n", r.st.cyan, r.st.bold, tools.CleanTerminalText(firstLine(tc.Title)), r.st.reset)
 }
 
 func (r *Renderer) updateCard(u *sdk.SessionToolCallUpdate) {
@@ -144,10 +146,12 @@ func (r *Renderer) updateCard(u *sdk.SessionToolCallUpdate) {
 	}
 }
 
-// cardOutput prints output inside the card, each line behind a bar.
+// cardOutput prints output inside the card, each line behind a bar. The
+// output is cleaned first (tools.CleanTerminalText): a command's escape
+// sequences never reach the user's terminal.
 func (r *Renderer) cardOutput(c *card, data string) {
 	r.section = "card"
-	data = strings.ReplaceAll(data, "\r\n", "\n")
+	data = tools.CleanTerminalText(data)
 	for len(data) > 0 {
 		if !c.lineOpen {
 			r.printf("%s│%s ", r.st.cyan, r.st.reset)

@@ -1,0 +1,192 @@
+// Package event is the vocabulary of a session: what happened in it, in the
+// order it happened. The LLM loop and the direct-command path emit events;
+// the ACP presenter draws them, the journal stores them, and a reload feeds
+// the stored ones back through the same presenter and into the model's
+// history. It is a leaf: it imports nothing of the project.
+//
+// A tool's result is tool-agnostic here (Result): the text the model reads,
+// whether it failed or was declined, what its card showed, the background
+// task it reports on, and the tool's own payload as raw JSON that only that
+// tool decodes. So the journal, the settler and the presenter never need to
+// know the shape of any one tool.
+//
+// # Known limits
+//
+//   - Events are values: a sink must not keep references into Args, Payload
+//     or Data beyond the call unless it copies them (the journal encodes at
+//     once; the presenter copies output it coalesces).
+package event
+
+import "encoding/json"
+
+// Event is something that happened in a session.
+type Event interface{ isEvent() }
+
+// Sink receives a session's events in order. Emit must not block for long:
+// it runs on the turn's goroutine (and ToolOutput on an executor's).
+type Sink interface{ Emit(Event) }
+
+// SinkFunc adapts a function to Sink.
+type SinkFunc func(Event)
+
+// Emit calls f(e).
+func (f SinkFunc) Emit(e Event) { f(e) }
+
+// UserPrompt is the user's prompt, rendered to the text the model reads.
+type UserPrompt struct {
+	Text string `json:"text"`
+}
+
+// TextDelta is a piece of the agent's answer as it streams (not journaled:
+// AssistantMessage carries the whole).
+type TextDelta struct {
+	Text string `json:"text"`
+}
+
+// ThoughtDelta is a piece of the model's reasoning as it streams (not
+// journaled).
+type ThoughtDelta struct {
+	Text string `json:"text"`
+}
+
+// AssistantMessage is one complete model response (also emitted with the
+// partial text when a stream is cancelled).
+type AssistantMessage struct {
+	Text      string     `json:"text,omitempty"`
+	Reasoning string     `json:"reasoning,omitempty"`
+	ToolCalls []CallInfo `json:"toolCalls,omitempty"`
+}
+
+// CallInfo names a tool call inside an AssistantMessage.
+type CallInfo struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"` // exactly as the model sent them (may be invalid JSON)
+}
+
+// ToolCall opens a tool call's card, before it runs. Direct marks a `!`
+// command typed by the user (no model involved).
+type ToolCall struct {
+	ID     string          `json:"id"`
+	Name   string          `json:"name"`
+	Args   json.RawMessage `json:"args"`
+	Direct bool            `json:"direct,omitempty"`
+}
+
+// ToolOutput is live output for a running call's card (not journaled:
+// Result.CardOutput is the concatenation of every ToolOutput of the call).
+type ToolOutput struct {
+	ID   string `json:"id"`
+	Data string `json:"data"`
+}
+
+// Decision is the permission step's verdict on the model-issued call ID,
+// emitted after its ToolCall and before its ToolResult.
+type Decision struct {
+	ID string `json:"id"`
+	// Subject is what was judged, as the tool declared it: the command
+	// line, the path, or "" for a tool that declared nothing.
+	Subject string `json:"subject,omitempty"`
+	// Verdict is how the policy decided: VerdictAllow, VerdictDeny or
+	// VerdictAsk (the user was asked).
+	Verdict string `json:"verdict"`
+	// Outcome is the user's answer when asked: an option id, "cancelled"
+	// or "error".
+	Outcome string `json:"outcome,omitempty"`
+	// Reason is the text the model reads when the call is refused.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Decision verdicts.
+const (
+	VerdictAllow = "allow"
+	VerdictDeny  = "deny"
+	VerdictAsk   = "ask"
+)
+
+// ToolResult closes a tool call's card.
+type ToolResult struct {
+	ID     string          `json:"id"`
+	Name   string          `json:"name"`
+	Args   json.RawMessage `json:"args"`
+	Result Result          `json:"result"`
+}
+
+// Result is a finished tool call, as every sink sees it. Every field is
+// plain JSON: the journal stores it as is and a reload presents it again.
+type Result struct {
+	// Text is what the model reads.
+	Text    string `json:"text"`
+	IsError bool   `json:"isError,omitempty"`
+	// Declined is set when the permission step refused the call (the
+	// user rejected it, or a rule or mode denied it); Text says why.
+	Declined string `json:"declined,omitempty"`
+	// CardOutput is exactly what the call's card showed as live output
+	// (the concatenation of its ToolOutput events).
+	CardOutput string `json:"cardOutput,omitempty"`
+	// Task is the background task this result reports on, if any.
+	Task *Task `json:"task,omitempty"`
+	// Payload is the tool's own structured result (for bash: the exit
+	// code, signal, timeout, spill path…), decoded only by that tool.
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+// Task is a background task's state as a result reported it.
+type Task struct {
+	ID     string `json:"id"`
+	Status string `json:"status"` // TaskRunning, "completed" or "killed"
+}
+
+// TaskRunning is the status of a task still running when reported.
+const TaskRunning = "running"
+
+// Running reports whether r left a background task running.
+func (r Result) Running() bool {
+	return r.Task != nil && r.Task.ID != "" && r.Task.Status == TaskRunning
+}
+
+// Notice is context queued for the next model request (a background task's
+// completion notice), recorded when it is delivered to the model.
+type Notice struct {
+	Text string `json:"text"`
+}
+
+// ErrorMessage is a message for the user that is not part of the model's
+// conversation (a provider error, a missing configuration).
+type ErrorMessage struct {
+	Text string `json:"text"`
+}
+
+// TurnEnd ends a turn.
+type TurnEnd struct {
+	StopReason StopReason `json:"stopReason"`
+}
+
+// StopReason is why a turn ended, in ACP's vocabulary.
+type StopReason string
+
+// The stop reasons.
+const (
+	EndTurn         StopReason = "end_turn"
+	MaxTokens       StopReason = "max_tokens"
+	MaxTurnRequests StopReason = "max_turn_requests"
+	Refusal         StopReason = "refusal"
+	Cancelled       StopReason = "cancelled"
+)
+
+func (UserPrompt) isEvent()       {}
+func (TextDelta) isEvent()        {}
+func (ThoughtDelta) isEvent()     {}
+func (AssistantMessage) isEvent() {}
+func (ToolCall) isEvent()         {}
+func (ToolOutput) isEvent()       {}
+func (Decision) isEvent()         {}
+func (ToolResult) isEvent()       {}
+func (Notice) isEvent()           {}
+func (ErrorMessage) isEvent()     {}
+func (TurnEnd) isEvent()          {}
+
+// MaxCardOutput caps one call's card output, in bytes: the tools stream at
+// most this much to a card live, and the journal keeps at most this much,
+// so a replayed card shows exactly what the live one did.
+const MaxCardOutput = 2 << 20
