@@ -1,6 +1,8 @@
 package acp_test
 
 import (
+	sdk "github.com/coder/acp-go-sdk"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -18,6 +20,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
+	"github.com/dsh-acp/dsh-acp/internal/chat"
 	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/presentation"
@@ -48,6 +51,9 @@ func TestRecordedJournals(t *testing.T) {
 	if *recordJournals {
 		recordAll(t)
 	}
+	if *recordJournals || *recordV2 {
+		writeV2Twins(t)
+	}
 	var names []string
 	for _, c := range journalCases() {
 		names = append(names, c.name+".jsonl")
@@ -70,13 +76,35 @@ func TestRecordedJournals(t *testing.T) {
 			}
 		})
 	}
-	entries, err := os.ReadDir(sessionsDir)
-	if err != nil {
-		t.Fatal(err)
+	for _, f := range journalFormats {
+		entries, err := os.ReadDir(f.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var found []string
+		for _, e := range entries {
+			if e.IsDir() {
+				continue
+			}
+			found = append(found, e.Name())
+			if !slices.Contains(names, e.Name()) {
+				t.Errorf("%s/%s is not listed in journalCases", f.dir, e.Name())
+			}
+		}
+		if len(found) != len(names) {
+			t.Errorf("%s holds %d journals, want one per case (%d): rewrite the v2 twins with -record-v2", f.dir, len(found), len(names))
+		}
 	}
-	for _, e := range entries {
-		if !slices.Contains(names, e.Name()) {
-			t.Errorf("%s/%s is not listed in journalCases", sessionsDir, e.Name())
+	// The twins are version 2 through and through.
+	for _, c := range journalCases() {
+		b, err := os.ReadFile(filepath.Join(sessionsDir, "v2", c.name+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(string(b)) {
+			if strings.HasSuffix(line, "\n") && !strings.HasPrefix(line, `{"v":2,`) {
+				t.Errorf("v2/%s: a line of another version: %.80s", c.name, line)
+			}
 		}
 	}
 }
@@ -85,7 +113,9 @@ func TestRecordedJournals(t *testing.T) {
 // daemon, for a terminal-capable client and a plain one, and compares what
 // session/load sends before its reply with the golden transcript; it also
 // checks the card lifecycle independently of the goldens.
-func TestReplayRecordedSessions(t *testing.T) {
+func TestReplayRecordedSessions(t *testing.T) { forEachFormat(t, testReplayRecordedSessions) }
+
+func testReplayRecordedSessions(t *testing.T) {
 	for _, k := range replayClients() {
 		t.Run(k.name, func(t *testing.T) {
 			state := t.TempDir()
@@ -112,6 +142,10 @@ func TestReplayRecordedSessions(t *testing.T) {
 // TestReplayCommandPrintsRecordedJournals runs `dsh-acp replay FILE` on each
 // journal and compares its output with the golden text.
 func TestReplayCommandPrintsRecordedJournals(t *testing.T) {
+	forEachFormat(t, testReplayCommandPrintsRecordedJournals)
+}
+
+func testReplayCommandPrintsRecordedJournals(t *testing.T) {
 	bin := acptest.BuildBinary(t)
 	for _, c := range journalCases() {
 		t.Run(c.name, func(t *testing.T) {
@@ -805,4 +839,48 @@ func checkPrintedResults(t *testing.T, l *replay.Loaded, printed string) {
 // printout may render differently.
 func plainText(s string) string {
 	return strings.ReplaceAll(sgrRE.ReplaceAllString(s, ""), "\ufffd", "")
+}
+
+// TestChatAndReplayDrawAlike holds the one-renderer promise: for every
+// recorded session, what the chat client draws from the daemon's
+// session/load is byte for byte what `dsh-acp replay` prints after its
+// header line (journal warnings, which no client receives, aside).
+func TestChatAndReplayDrawAlike(t *testing.T) {
+	bin := acptest.BuildBinary(t)
+	state := t.TempDir()
+	ids := installJournals(t, state)
+	d := startDaemonIn(t, state, acptest.ZedCapabilities(), nil)
+	for _, c := range journalCases() {
+		t.Run(c.name, func(t *testing.T) {
+			raw, err := d.loadSession(ids[c.name], t.TempDir())
+			if err != nil {
+				t.Fatalf("session/load: %v", err)
+			}
+			var chatOut bytes.Buffer
+			r := chat.NewRenderer(&chatOut, false)
+			for _, u := range raw {
+				var su sdk.SessionUpdate
+				if err := json.Unmarshal(u, &su); err != nil {
+					t.Fatalf("update %s: %v", u, err)
+				}
+				r.Update(su)
+			}
+			r.EndTurn(sdk.StopReasonEndTurn)
+
+			cmd := exec.Command(bin, "replay", testJournalPath(c.name))
+			cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0", "NO_COLOR=1")
+			printed, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("dsh-acp replay: %v", err)
+			}
+			_, body, _ := strings.Cut(string(printed), "\n\n") // the header line
+			if c.torn {
+				body, _, _ = strings.Cut(body, "journal: ")
+				body = strings.TrimRight(body, "\n") + "\n"
+			}
+			if got := strings.TrimRight(chatOut.String(), "\n") + "\n"; got != strings.TrimRight(body, "\n")+"\n" {
+				t.Errorf("chat draws\n%s\nreplay prints\n%s", got, body)
+			}
+		})
+	}
 }

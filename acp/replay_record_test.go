@@ -1,11 +1,13 @@
 package acp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -27,7 +29,10 @@ import (
 // model makes), except what no run can produce on demand: a torn last line
 // is appended by hand, and handwritten_args is written with package replay.
 // Normal test runs only read them; -record runs the recordings again.
-var recordJournals = flag.Bool("record", false, "re-record testdata/sessions/*.jsonl from real runs of the daemon")
+var (
+	recordJournals = flag.Bool("record", false, "re-record testdata/sessions/*.jsonl from real runs of the daemon, and their v2 twins")
+	recordV2       = flag.Bool("record-v2", false, "rewrite only the v2 twins testdata/sessions/v2/*.jsonl from the v1 journals")
+)
 
 const (
 	sessionsDir    = "../testdata/sessions"
@@ -155,7 +160,8 @@ func recordings() []recording {
 	}
 }
 
-// recordAll writes every journal under testdata/sessions, and fails unless
+// recordAll writes every journal under testdata/sessions (and their v2
+// twins, see writeV2Twins), and fails unless
 // the recordings produced exactly the journals journalCases lists.
 func recordAll(t *testing.T) {
 	t.Helper()
@@ -191,7 +197,31 @@ func recordAll(t *testing.T) {
 	}
 }
 
-func testJournalPath(name string) string { return filepath.Join(sessionsDir, name+".jsonl") }
+func testJournalPath(name string) string { return filepath.Join(journalDir, name+".jsonl") }
+
+// journalDir is where the journals under test are read from: the recorded
+// version 1 journals, or their version 2 twins (see TestJournalFormats).
+var journalDir = sessionsDir
+
+// journalFormats are the journal format versions every replay test runs
+// over, with the same golden transcripts: a v2 journal replays exactly as
+// the v1 journal it was written from.
+var journalFormats = []struct{ name, dir string }{
+	{"v1", sessionsDir},
+	{"v2", filepath.Join(sessionsDir, "v2")},
+}
+
+// forEachFormat runs fn once per journal format, with journalDir set.
+func forEachFormat(t *testing.T, fn func(t *testing.T)) {
+	t.Helper()
+	for _, f := range journalFormats {
+		t.Run(f.name, func(t *testing.T) {
+			journalDir = f.dir
+			defer func() { journalDir = sessionsDir }()
+			fn(t)
+		})
+	}
+}
 
 // startScripted runs a daemon talking to a scripted fake model. marker is in
 // its environment, so every process it starts carries it.
@@ -696,4 +726,57 @@ func firstLineDiff(want, got string) string {
 // unless id is empty).
 func taskIs(r event.Result, id, status string) bool {
 	return r.Task != nil && (id == "" || r.Task.ID == id) && r.Task.Status == status
+}
+
+// writeV2Twins writes testdata/sessions/v2/NAME.jsonl for every version 1
+// journal: the same header, events and state records written again by the
+// journal of today (format v2), and a torn last line kept as it was.
+func writeV2Twins(t *testing.T) {
+	t.Helper()
+	out := filepath.Join(sessionsDir, "v2")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range journalCases() {
+		src := filepath.Join(sessionsDir, c.name+".jsonl")
+		l, err := replay.LoadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		state := t.TempDir()
+		store, err := replay.OpenStore(state, replay.WithClock(func() time.Time { return l.Header.Created }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := store.Create(l.Header.ID, l.Header.Cwd, l.Header.DaemonVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range l.Events {
+			if err := j.Append(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, key := range slices.Sorted(maps.Keys(l.State)) {
+			if err := j.AppendState(key, l.State[key]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := j.Close(); err != nil {
+			t.Fatal(err)
+		}
+		path, _ := store.Path(l.Header.ID)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.torn {
+			raw, _ := os.ReadFile(src)
+			b = append(b, raw[bytes.LastIndexByte(raw, '\n')+1:]...)
+		}
+		if err := os.WriteFile(filepath.Join(out, c.name+".jsonl"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		store.Close()
+	}
 }

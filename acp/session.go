@@ -3,7 +3,6 @@ package acp
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -244,7 +243,7 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	r.finish()
 	ss.perms.restore(r.state)
 	if gone := settler.RunningTasks(); len(gone) > 0 {
-		note := goneTasksNote(gone)
+		note := replay.GoneTasksNote(gone)
 		if replayToClient {
 			ss.present.Emit(event.ErrorMessage{Text: note})
 		}
@@ -338,10 +337,4 @@ func (r *reopening) event(ev event.Event) error {
 		r.restore.Apply(ev)
 	}
 	return nil
-}
-
-// goneTasksNote tells the user and the model that background tasks of an
-// earlier daemon run no longer exist.
-func goneTasksNote(ids []string) string {
-	return fmt.Sprintf("\n[background task %s: %s]\n", strings.Join(ids, ", "), replay.GoneNote)
 }

@@ -1,6 +1,9 @@
 package replay
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/dsh-acp/dsh-acp/internal/event"
 )
 
@@ -156,4 +159,11 @@ func Settle(events []event.Event) []event.Event {
 	}
 	_ = s.Close()
 	return out
+}
+
+// GoneTasksNote tells the user and the model that the background tasks ids
+// (Settler.RunningTasks) of an earlier daemon run no longer exist; a
+// reload shows it after the replayed session.
+func GoneTasksNote(ids []string) string {
+	return fmt.Sprintf("\n[background task %s: %s]\n", strings.Join(ids, ", "), GoneNote)
 }

@@ -73,6 +73,9 @@ func printSession(w io.Writer, l *replay.Loaded, color bool) error {
 		_ = s.Push(ev) // the emit function never fails
 	}
 	_ = s.Close()
+	if gone := s.RunningTasks(); len(gone) > 0 {
+		p.Emit(event.ErrorMessage{Text: replay.GoneTasksNote(gone)})
+	}
 	for _, w := range l.Warnings {
 		r.Notice("journal: %s", w)
 	}
