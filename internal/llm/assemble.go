@@ -16,6 +16,53 @@ type assembler struct {
 	calls     []ToolCall
 	byIndex   map[int]int // stream index → position in calls
 	finish    FinishReason
+	usage     Usage
+}
+
+// streamChunk is one event of the stream, with usage read in both the
+// OpenAI and the DeepSeek shape.
+type streamChunk struct {
+	openai.ChatCompletionStreamResponse
+	Usage *rawUsage `json:"usage"`
+}
+
+// rawUsage is a usage object as providers send it.
+type rawUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+	// PromptCacheHit is DeepSeek's count of cached prompt tokens.
+	PromptCacheHit int `json:"prompt_cache_hit_tokens"`
+	PromptDetails  *struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionDetails *struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+// addUsage keeps the usage a chunk carried (the last one wins: providers
+// send it once, on the final chunk).
+func (a *assembler) addUsage(u *rawUsage) {
+	if u == nil {
+		return
+	}
+	a.usage = Usage{
+		PromptTokens:     max(u.PromptTokens, 0),
+		CompletionTokens: max(u.CompletionTokens, 0),
+		TotalTokens:      max(u.TotalTokens, 0),
+		CachedTokens:     max(u.PromptCacheHit, 0),
+		Known:            true,
+	}
+	if u.PromptDetails != nil && u.PromptDetails.CachedTokens > 0 {
+		a.usage.CachedTokens = u.PromptDetails.CachedTokens
+	}
+	if u.CompletionDetails != nil {
+		a.usage.ReasoningTokens = max(u.CompletionDetails.ReasoningTokens, 0)
+	}
+	if a.usage.TotalTokens == 0 {
+		a.usage.TotalTokens = a.usage.PromptTokens + a.usage.CompletionTokens
+	}
 }
 
 func (a *assembler) add(ch openai.ChatCompletionStreamChoice) {
@@ -79,6 +126,7 @@ func (a *assembler) response() Response {
 		Text:         a.text.String(),
 		Reasoning:    a.reasoning.String(),
 		FinishReason: a.finish,
+		Usage:        a.usage,
 	}
 	if len(a.calls) > 0 {
 		r.ToolCalls = make([]ToolCall, len(a.calls))

@@ -1,8 +1,26 @@
 // Package llm is the model client: streaming chat completions with tool calls
 // against an OpenAI-compatible API (DeepSeek by default), on
-// github.com/sashabaranov/go-openai. It classifies provider failures into a
-// few sentinel errors, retries the transient ones before any output has
-// streamed, and keeps the API key out of every error it returns.
+// github.com/sashabaranov/go-openai, plus the provider's model list and a
+// table of context windows.
+//
+// It classifies provider failures into a few sentinel errors (see Error),
+// keeps the API key out of every error it returns, and retries only what a
+// retry can fix: a rate limit, a transient server error, a dropped, reset or
+// silent connection — and only before any output has streamed. A refused
+// connection, an unknown host, a bad base URL, 501 and the other 4xx fail at
+// once. Each retry can be announced to the caller (Request.OnRetry).
+//
+// Every request asks for token usage in the stream
+// (stream_options.include_usage); Response.Usage carries it, flagged unknown
+// when the provider sends none.
+//
+// Known limits: only the first choice (index 0) of a response is read;
+// usage from a provider that ignores include_usage is unknown, not
+// estimated; a provider that rejects stream_options with a 400 naming it is
+// asked again without (once per Client); the context-too-long recognition
+// knows the wordings of OpenAI, DeepSeek, vLLM, Mistral, llama.cpp,
+// Anthropic-style and Gemini's OpenAI layer, and another provider's answer
+// is an ErrRequest; ContextWindow knows only DeepSeek's models.
 package llm
 
 import (
@@ -12,6 +30,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -26,6 +47,8 @@ const (
 	DefaultMaxRetryWait = time.Minute
 	// DefaultIdleTimeout is how long a silent provider is waited for.
 	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultModelsTimeout bounds ListModels.
+	DefaultModelsTimeout = 10 * time.Second
 )
 
 // emptyMessagesLimit is how many non-data lines (SSE comments such as
@@ -64,6 +87,9 @@ type Config struct {
 	// retryable connection failure before any output, a clear error after.
 	// 0 means DefaultIdleTimeout; negative means unbounded.
 	IdleTimeout time.Duration
+	// ModelsTimeout bounds a ListModels request. 0 means
+	// DefaultModelsTimeout.
+	ModelsTimeout time.Duration
 	// Logger receives retry and failure logs (never the key or content).
 	Logger *zap.Logger
 }
@@ -79,19 +105,38 @@ type Client struct {
 	sleep        func(context.Context, time.Duration) error
 	log          *zap.Logger
 	secret       scrubber
+	idle         time.Duration // 0: unbounded
+
+	err       error  // the configuration's fault, returned by every call
+	chatURL   string // "POST <base>/chat/completions", redacted, for errors
+	modelsURL string // "GET <base>/models"
+
+	// noStreamOptions is set once the provider refused stream_options.
+	noStreamOptions atomic.Bool
+
+	modelsTimeout time.Duration
+	modelsLock    chan struct{} // a one-slot semaphore guarding models
+	models        []Model       // nil until a ListModels succeeded
 }
 
-// New returns a Client for cfg.
+// New returns a Client for cfg. A base URL that cannot work (see
+// ValidateBaseURL) does not stop New: the client's Err reports it and every
+// call returns it at once, before anything is sent.
 func New(cfg Config) *Client {
 	c := &Client{
-		model:        cfg.Model,
-		maxTokens:    cfg.MaxTokens,
-		maxRetries:   cfg.MaxRetries,
-		backoff:      cfg.Backoff,
-		maxRetryWait: cfg.MaxRetryWait,
-		sleep:        cfg.Sleep,
-		log:          cfg.Logger,
-		secret:       scrubber(cfg.APIKey),
+		model:         cfg.Model,
+		maxTokens:     cfg.MaxTokens,
+		maxRetries:    cfg.MaxRetries,
+		backoff:       cfg.Backoff,
+		maxRetryWait:  cfg.MaxRetryWait,
+		sleep:         cfg.Sleep,
+		log:           cfg.Logger,
+		secret:        scrubber(cfg.APIKey),
+		modelsTimeout: cfg.ModelsTimeout,
+		modelsLock:    make(chan struct{}, 1),
+	}
+	if c.modelsTimeout <= 0 {
+		c.modelsTimeout = DefaultModelsTimeout
 	}
 	if c.model == "" {
 		c.model = DefaultModel
@@ -123,27 +168,72 @@ func New(cfg Config) *Client {
 	if oc.BaseURL == "" {
 		oc.BaseURL = DefaultBaseURL
 	}
-	idle := cfg.IdleTimeout
-	if idle == 0 {
-		idle = DefaultIdleTimeout
+	if err := ValidateBaseURL(oc.BaseURL); err != nil {
+		c.err = c.secret.error(err.(*Error))
 	}
-	oc.HTTPClient = statusDoer{client: hc, now: time.Now, idle: max(idle, 0)}
+	c.chatURL = c.secret.scrub("POST " + endpoint(oc.BaseURL, "/chat/completions"))
+	c.modelsURL = c.secret.scrub("GET " + endpoint(oc.BaseURL, "/models"))
+	c.idle = cfg.IdleTimeout
+	if c.idle == 0 {
+		c.idle = DefaultIdleTimeout
+	}
+	c.idle = max(c.idle, 0)
+	oc.HTTPClient = statusDoer{client: hc, now: time.Now, idle: c.idle}
 	oc.EmptyMessagesLimit = emptyMessagesLimit
 	c.api = openai.NewClientWithConfig(oc)
 	return c
 }
 
+// endpoint is base + path as go-openai builds it, with credentials redacted.
+func endpoint(base, path string) string {
+	full := strings.TrimRight(base, "/") + path
+	if u, err := url.Parse(full); err == nil {
+		return u.Redacted()
+	}
+	return full
+}
+
 // Model is the model the client asks for.
 func (c *Client) Model() string { return c.model }
+
+// Err is the configuration error every call returns (an *Error of kind
+// ErrBaseURL), nil when the client can send requests.
+func (c *Client) Err() error { return c.err }
+
+// IdleWorstCase is the longest Stream waits on a provider that sends
+// nothing at all before it gives up: the idle timeout for each of the
+// MaxRetries+1 attempts plus the backoff between them. It is 0 when the
+// idle timeout is unbounded. The error Stream returns when the idle timeout
+// ends it states this figure.
+func (c *Client) IdleWorstCase() time.Duration {
+	if c.idle == 0 {
+		return 0
+	}
+	return c.idle*time.Duration(c.maxRetries+1) + c.backoffTotal()
+}
+
+// backoffTotal is the sum of the delays between all attempts.
+func (c *Client) backoffTotal() time.Duration {
+	var total time.Duration
+	for i := 1; i <= c.maxRetries; i++ {
+		total += min(c.backoff(i), c.maxRetryWait)
+	}
+	return total
+}
 
 // Stream sends req and streams the response: onDelta (may be nil) receives
 // text and reasoning pieces as they arrive, on the caller's goroutine.
 //
 // Stream always returns what was assembled so far, also with an error. The
 // error is ctx.Err() when ctx ended, otherwise an *Error (see the sentinel
-// errors). A transient failure (429, 5xx, a dropped connection) is retried
-// up to MaxRetries times, but only while nothing has reached onDelta.
+// errors). A retryable failure (Error.Retryable: 429, 408, 500, 502, 503,
+// 504, a dropped, reset or silent connection) is retried up to MaxRetries
+// times, but only while nothing has reached onDelta; req.OnRetry hears of
+// each retry before its wait. Any other failure returns at once.
 func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (Response, error) {
+	if c.err != nil {
+		return Response{}, c.err
+	}
 	oreq := c.chatRequest(req)
 	emitted := false
 	on := func(d Delta) {
@@ -152,6 +242,7 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 			onDelta(d)
 		}
 	}
+	attempts := c.maxRetries + 1
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
 		resp, err := c.streamOnce(ctx, oreq, on)
@@ -161,8 +252,16 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 		if ctx.Err() != nil {
 			return resp, ctx.Err()
 		}
-		e := c.classify(err)
-		if emitted || attempt > c.maxRetries || !e.retryable() {
+		e := c.classify(err, c.chatURL)
+		if !emitted && c.refusedStreamOptions(&oreq, e) {
+			attempt-- // the provider's quirk, not a failure: ask again without
+			continue
+		}
+		e.Attempts = attempt
+		if emitted || attempt >= attempts || !e.Retryable() {
+			if e.idle {
+				e.Detail += c.idleNote(emitted)
+			}
 			c.log.Warn("model request failed", zap.Int("attempt", attempt),
 				zap.Int("status", e.Status), zap.String("error", e.Error()),
 				zap.Duration("elapsed", time.Since(start)))
@@ -177,11 +276,40 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 			return resp, e
 		}
 		c.log.Info("model request failed; retrying", zap.Int("attempt", attempt),
-			zap.Int("status", e.Status), zap.Duration("delay", delay))
+			zap.Int("status", e.Status), zap.String("cause", e.cause()), zap.Duration("delay", delay))
+		if req.OnRetry != nil {
+			req.OnRetry(RetryInfo{Attempt: attempt, Attempts: attempts, Delay: delay, Cause: e.cause(), Err: e})
+		}
 		if err := c.sleep(ctx, delay); err != nil {
 			return resp, err
 		}
 	}
+}
+
+// idleNote states, for an error the idle timeout caused, why it ended there.
+func (c *Client) idleNote(emitted bool) string {
+	if emitted {
+		return "; the answer had begun, so it was not retried"
+	}
+	return fmt.Sprintf("; a silent provider is given up on after at most %s (%d attempts × %s, plus %s between them)",
+		roundDelay(c.IdleWorstCase()), c.maxRetries+1, c.idle, roundDelay(c.backoffTotal()))
+}
+
+// refusedStreamOptions reports whether e is the provider refusing the
+// stream_options field; if so it drops the field from oreq and from every
+// later request of the client.
+func (c *Client) refusedStreamOptions(oreq *openai.ChatCompletionRequest, e *Error) bool {
+	if oreq.StreamOptions == nil || e.Status != http.StatusBadRequest || e.Kind != ErrRequest {
+		return false
+	}
+	detail := strings.ToLower(e.Detail)
+	if !strings.Contains(detail, "stream_options") && !strings.Contains(detail, "include_usage") {
+		return false
+	}
+	c.noStreamOptions.Store(true)
+	oreq.StreamOptions = nil
+	c.log.Info("the model provider refused stream_options; usage will be unknown")
+	return true
 }
 
 // streamOnce sends one request and reads its stream to the end.
@@ -194,14 +322,19 @@ func (c *Client) streamOnce(ctx context.Context, oreq openai.ChatCompletionReque
 	var asm assembler
 	chunks := 0
 	for {
-		chunk, err := stream.Recv()
+		raw, err := stream.RecvRaw()
 		if errors.Is(err, io.EOF) {
 			return asm.response(), asm.endError(chunks)
 		}
 		if err != nil {
 			return asm.response(), err
 		}
+		var chunk streamChunk
+		if err := json.Unmarshal(raw, &chunk); err != nil {
+			return asm.response(), err
+		}
 		chunks++
+		asm.addUsage(chunk.Usage)
 		for _, ch := range chunk.Choices {
 			if ch.Index != 0 {
 				continue
@@ -222,8 +355,8 @@ func (c *Client) streamOnce(ctx context.Context, oreq openai.ChatCompletionReque
 // short by its own capacity.
 const finishInsufficientResources = "insufficient_system_resource"
 
-// classify turns any error from a request into a scrubbed *Error.
-func (c *Client) classify(err error) *Error {
+// classify turns any error from a request to url into a scrubbed *Error.
+func (c *Client) classify(err error, url string) *Error {
 	var e *Error
 	var apiErr *openai.APIError
 	var marshalErr *json.MarshalerError
@@ -237,16 +370,29 @@ func (c *Client) classify(err error) *Error {
 		errors.Is(err, openai.ErrChatCompletionInvalidModel):
 		e = &Error{Kind: ErrRequest, Detail: err.Error()}
 	case errors.As(err, &apiErr):
-		// An error event inside a 200 stream.
-		e = &Error{Kind: ErrServer, Detail: clip(apiErr.Message)}
+		e = streamErrorEvent(apiErr)
 	case errors.As(err, &syntaxErr), errors.As(err, &typeErr):
 		e = &Error{Kind: ErrMalformed, Detail: "invalid JSON in the event stream: " + err.Error()}
 	case errors.Is(err, openai.ErrTooManyEmptyStreamMessages):
 		e = &Error{Kind: ErrMalformed, Detail: "the event stream carried no data"}
 	default:
-		e = &Error{Kind: ErrConnection, Detail: clip(err.Error())}
+		e = transportError(err)
+	}
+	if e.URL == "" {
+		e.URL = url
 	}
 	return c.secret.error(e)
+}
+
+// streamErrorEvent classifies an error event inside a 200 stream: a
+// context-too-long answer, or else a server error.
+func streamErrorEvent(apiErr *openai.APIError) *Error {
+	msg := clip(apiErr.Message)
+	if !isContextTooLong(msg, text(apiErr.Code), apiErr.Type) {
+		return &Error{Kind: ErrServer, Detail: msg}
+	}
+	window, requested := parseContextLimit(msg)
+	return &Error{Kind: ErrContextTooLong, Detail: msg, ContextWindow: window, RequestedTokens: requested, final: true}
 }
 
 func (c *Client) chatRequest(req Request) openai.ChatCompletionRequest {
@@ -255,6 +401,9 @@ func (c *Client) chatRequest(req Request) openai.ChatCompletionRequest {
 		Stream:    true,
 		MaxTokens: c.maxTokens,
 		Messages:  make([]openai.ChatCompletionMessage, 0, len(req.Messages)),
+	}
+	if !c.noStreamOptions.Load() {
+		out.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
 	}
 	for _, m := range req.Messages {
 		om := openai.ChatCompletionMessage{

@@ -122,6 +122,7 @@ func TestStreamSuccess(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Stream: %v", err)
 			}
+			resp.Usage = llm.Usage{} // TestUsage checks it
 			if !reflect.DeepEqual(resp, tt.wantResp) {
 				t.Errorf("response = %+v, want %+v", resp, tt.wantResp)
 			}
@@ -343,22 +344,6 @@ func TestStreamCancelDuringStall(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n != 1 {
 		t.Errorf("requests = %d, want 1 (no retry after cancel)", n)
-	}
-}
-
-func TestConnectionRefusedIsClassified(t *testing.T) {
-	srv := llmtest.New(t)
-	url := srv.URL()
-	srv.Close()
-	sl := &sleeps{}
-	c := llm.New(llm.Config{BaseURL: url, APIKey: testKey, MaxRetries: 1, Sleep: sl.sleep,
-		Backoff: func(int) time.Duration { return time.Millisecond }})
-	_, err := c.Stream(t.Context(), simpleRequest(), nil)
-	if !errors.Is(err, llm.ErrConnection) {
-		t.Fatalf("err = %v, want ErrConnection", err)
-	}
-	if len(sl.got()) != 1 {
-		t.Errorf("sleeps = %v, want one retry", sl.got())
 	}
 }
 

@@ -11,8 +11,9 @@ import (
 )
 
 // Sentinel errors classify what went wrong with the provider. Every error
-// Stream returns (other than the context's) is an *Error that unwraps to one
-// of them.
+// Stream and ListModels return (other than the context's) is an *Error that
+// unwraps to one of them; errors.Is(err, ErrPermanent) tells the failures a
+// retry of the same request cannot fix.
 var (
 	// ErrAuth: the provider rejected the API key (HTTP 401 or 403).
 	ErrAuth = errors.New("the model provider rejected the API key")
@@ -23,30 +24,65 @@ var (
 	// ErrServer: the provider failed (HTTP 5xx or an error event in the
 	// stream), after the retries.
 	ErrServer = errors.New("the model provider had a server error")
-	// ErrConnection: the connection failed or the stream ended early, after
-	// the retries.
+	// ErrConnection: the connection failed or the stream ended early (after
+	// the retries when a retry could help; at once for a refused connection,
+	// an unknown host or a TLS failure).
 	ErrConnection = errors.New("the connection to the model provider failed")
 	// ErrMalformed: the provider's stream was not valid server-sent events
 	// of chat completion chunks.
 	ErrMalformed = errors.New("the model provider sent a malformed response")
 	// ErrRequest: the provider refused the request itself (another 4xx: an
-	// unknown model, a context too long, an invalid message).
+	// unknown model, an invalid message).
 	ErrRequest = errors.New("the model provider refused the request")
+	// ErrContextTooLong: the request does not fit the model's context
+	// window (the provider's "maximum context length" answer, or HTTP 413).
+	// Error.ContextWindow holds the window when the provider named it. An
+	// error of this kind also matches ErrRequest.
+	ErrContextTooLong = errors.New("the conversation is longer than the model's context window")
+	// ErrEndpoint: the server answered, but not as an OpenAI-compatible API
+	// (HTTP 404 or 405 for the endpoint, 501, an unfollowed redirect).
+	ErrEndpoint = errors.New("the base URL does not point at an OpenAI-compatible API")
+	// ErrBaseURL: the configured base URL is unusable (no scheme, an
+	// unknown scheme, no host). Nothing was sent.
+	ErrBaseURL = errors.New("the model provider's base URL is invalid")
+
+	// ErrPermanent is no kind of its own: errors.Is(err, ErrPermanent)
+	// reports that sending the same request again cannot succeed, so the
+	// client did not retry it (see Error.Retryable).
+	ErrPermanent = errors.New("the model request cannot succeed when retried")
 )
 
 // Error is a classified provider error. Its text is safe to show and log: it
 // never contains the API key.
 type Error struct {
-	// Kind is one of the sentinel errors above.
+	// Kind is one of the sentinel errors above (never ErrPermanent).
 	Kind error
 	// Status is the HTTP status, 0 when there was none.
 	Status int
-	// Detail is the provider's message or the cause, scrubbed of the key.
+	// Detail is the provider's message or the cause in words, scrubbed of
+	// the key.
 	Detail string
+	// URL is the request, method and address ("POST
+	// https://api.deepseek.com/chat/completions"), credentials redacted;
+	// empty when nothing was sent.
+	URL string
+	// Attempts is how many times the request was sent.
+	Attempts int
 	// RetryAfter is the delay the provider asked for (429, 503), 0 if none.
 	RetryAfter time.Duration
+	// ContextWindow is the window, in tokens, a context-too-long answer
+	// named; 0 when unknown.
+	ContextWindow int
+	// RequestedTokens is the request size, in tokens, a context-too-long
+	// answer named; 0 when unknown.
+	RequestedTokens int
+
+	final bool   // a retry cannot help, whatever the kind
+	idle  bool   // the provider went silent (the idle timeout fired)
+	brief string // the cause in a few words, for retry notices
 }
 
+// Error renders "<kind>[ (HTTP n)][: detail][ (URL[, after n attempts])]".
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Kind.Error())
@@ -57,14 +93,38 @@ func (e *Error) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.Detail)
 	}
+	switch {
+	case e.URL != "" && e.Attempts > 1:
+		fmt.Fprintf(&b, " (%s, after %d attempts)", e.URL, e.Attempts)
+	case e.URL != "":
+		fmt.Fprintf(&b, " (%s)", e.URL)
+	}
 	return b.String()
 }
 
 // Unwrap returns Kind, so errors.Is(err, ErrAuth) works.
 func (e *Error) Unwrap() error { return e.Kind }
 
-// retryable reports whether a request that failed this way may be sent again.
-func (e *Error) retryable() bool {
+// Is makes ErrPermanent match an error that cannot succeed on retry, and
+// ErrRequest match ErrContextTooLong.
+func (e *Error) Is(target error) bool {
+	switch target {
+	case ErrPermanent:
+		return !e.Retryable()
+	case ErrRequest:
+		return e.Kind == ErrContextTooLong
+	}
+	return false
+}
+
+// Retryable reports whether sending the same request again may succeed: a
+// rate limit, a transient server error (500, 502, 503, 504, 408) or a
+// dropped, reset or silent connection. Refused connections, unknown hosts,
+// TLS failures, 501 and every other 4xx are not.
+func (e *Error) Retryable() bool {
+	if e.final {
+		return false
+	}
 	switch e.Kind {
 	case ErrRateLimited, ErrServer, ErrConnection:
 		return true
@@ -72,46 +132,166 @@ func (e *Error) retryable() bool {
 	return false
 }
 
+// cause is the failure in a few words ("HTTP 503", "connection reset").
+func (e *Error) cause() string {
+	switch {
+	case e.Status != 0:
+		return fmt.Sprintf("HTTP %d", e.Status)
+	case e.brief != "":
+		return e.brief
+	}
+	return e.Kind.Error()
+}
+
 // maxDetail caps the provider text kept in an error.
 const maxDetail = 300
 
-// statusError builds the Error for a failed HTTP response.
-func statusError(resp *http.Response, body []byte, now time.Time) *Error {
-	return &Error{
-		Kind:       kindOfStatus(resp.StatusCode),
+// statusError builds the Error for a failed HTTP response. sent is the URL
+// the request was sent to; resp.Request may differ after redirects.
+func statusError(resp *http.Response, sent string, body []byte, now time.Time) *Error {
+	pb := parseProviderBody(body)
+	e := &Error{
 		Status:     resp.StatusCode,
-		Detail:     providerMessage(body),
+		Detail:     pb.message,
 		RetryAfter: retryAfter(resp.Header, now),
 	}
+	if e.Detail == "" {
+		e.Detail = http.StatusText(resp.StatusCode)
+	}
+	e.Kind, e.final = kindOfStatus(resp.StatusCode, pb)
+	if e.Kind == ErrContextTooLong {
+		e.ContextWindow, e.RequestedTokens = parseContextLimit(pb.message)
+		e.ContextWindow = cmp0(e.ContextWindow, pb.window)
+		e.RequestedTokens = cmp0(e.RequestedTokens, pb.requested)
+	}
+	if resp.Request != nil && resp.Request.URL != nil {
+		if final := resp.Request.URL.Redacted(); final != sent && sent != "" {
+			e.Detail += "; the request was redirected to " + final
+		}
+	}
+	return e
 }
 
-func kindOfStatus(code int) error {
+// cmp0 is a unless it is 0, then b.
+func cmp0(a, b int) int {
+	if a != 0 {
+		return a
+	}
+	return b
+}
+
+// kindOfStatus classifies an HTTP status; final marks the 5xx a retry
+// cannot fix.
+func kindOfStatus(code int, pb providerBody) (kind error, final bool) {
 	switch {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		return ErrAuth
+		return ErrAuth, true
 	case code == http.StatusPaymentRequired:
-		return ErrBalance
+		return ErrBalance, true
 	case code == http.StatusTooManyRequests:
-		return ErrRateLimited
+		return ErrRateLimited, false
+	case code == http.StatusRequestTimeout:
+		return ErrServer, false
+	case code == http.StatusRequestEntityTooLarge,
+		code >= 400 && isContextTooLong(pb.message, pb.code, pb.typ):
+		return ErrContextTooLong, true
+	case code == http.StatusNotFound && pb.aboutModel():
+		return ErrRequest, true
+	case code == http.StatusNotFound, code == http.StatusMethodNotAllowed,
+		code == http.StatusNotImplemented, code < 400:
+		return ErrEndpoint, true
+	case code == http.StatusHTTPVersionNotSupported:
+		return ErrServer, true
 	case code >= 500:
-		return ErrServer
+		return ErrServer, false
 	default:
-		return ErrRequest
+		return ErrRequest, true
 	}
 }
 
-// providerMessage extracts the message of an OpenAI-style error body
-// ({"error":{"message":…}}), or else the start of the raw body.
-func providerMessage(body []byte) string {
+// providerBody is what an error body says.
+type providerBody struct {
+	message, code, typ string
+	// window and requested are llama.cpp's n_ctx and n_prompt_tokens.
+	window, requested int
+}
+
+// aboutModel reports whether a 404 names the model rather than the path:
+// OpenAI's model_not_found, "The model `x` does not exist", Ollama's
+// "model \"x\" not found".
+func (pb providerBody) aboutModel() bool {
+	if pb.code == "model_not_found" {
+		return true
+	}
+	m := strings.ToLower(pb.message)
+	return strings.Contains(m, "model") && (strings.Contains(m, "exist") || strings.Contains(m, "not found"))
+}
+
+// parseProviderBody reads an OpenAI-style error body ({"error":{"message":
+// …, "code": …, "type": …}}), a bare {"message": …} or {"detail": …}, or else
+// keeps the start of the raw body as the message.
+func parseProviderBody(body []byte) providerBody {
+	type inner struct {
+		Message any    `json:"message"`
+		Code    any    `json:"code"`
+		Type    string `json:"type"`
+		NCtx    int    `json:"n_ctx"`
+		NPrompt int    `json:"n_prompt_tokens"`
+	}
 	var env struct {
-		Error *struct {
-			Message string `json:"message"`
-		} `json:"error"`
+		Error  json.RawMessage `json:"error"`
+		Detail any             `json:"detail"`
+		inner
 	}
-	if json.Unmarshal(body, &env) == nil && env.Error != nil && env.Error.Message != "" {
-		return clip(env.Error.Message)
+	raw := providerBody{message: clip(strings.TrimSpace(string(body)))}
+	if json.Unmarshal(body, &env) != nil {
+		return raw
 	}
-	return clip(strings.TrimSpace(string(body)))
+	in := env.inner
+	var nested inner
+	structured := len(env.Error) > 0 && json.Unmarshal(env.Error, &nested) == nil
+	if structured {
+		in = nested
+	} else if msg := text(env.Error); msg != "" { // {"error": "text"}
+		in.Message = msg
+	}
+	pb := providerBody{message: clip(text(in.Message)), code: text(in.Code), typ: in.Type,
+		window: in.NCtx, requested: in.NPrompt}
+	if pb.message == "" {
+		pb.message = clip(text(env.Detail))
+	}
+	if pb.message == "" && !structured { // an error object without a message says nothing more
+		pb.message = raw.message
+	}
+	return pb
+}
+
+// text renders a JSON value that should be a string (a code may be a
+// number, a message a list of strings).
+func text(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case []any:
+		parts := make([]string, 0, len(v))
+		for _, p := range v {
+			parts = append(parts, text(p))
+		}
+		return strings.Join(parts, ", ")
+	case json.RawMessage:
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			return s
+		}
+		return ""
+	default:
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
 }
 
 func clip(s string) string {
@@ -162,8 +342,9 @@ func (s scrubber) scrub(text string) string {
 	return strings.ReplaceAll(text, string(s), "[redacted]")
 }
 
-// error returns e with its detail scrubbed.
+// error returns e with its texts scrubbed.
 func (s scrubber) error(e *Error) *Error {
 	e.Detail = s.scrub(e.Detail)
+	e.URL = s.scrub(e.URL)
 	return e
 }

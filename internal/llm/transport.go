@@ -57,7 +57,7 @@ func (d statusDoer) Do(req *http.Request) (*http.Response, error) {
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	_ = resp.Body.Close()
-	return nil, statusError(resp, body, d.now())
+	return nil, statusError(resp, req.URL.Redacted(), body, d.now())
 }
 
 // idleWatch aborts a request once its timer fires.
@@ -81,10 +81,15 @@ func (w *idleWatch) stop() {
 // explain names the silence when the watch aborted the request.
 func (w *idleWatch) explain(err error) error {
 	if w.fired.Load() {
-		return fmt.Errorf("%w for %s", errIdle, w.idle)
+		return &idleError{after: w.idle}
 	}
 	return err
 }
+
+// idleError is a request aborted because the provider sent nothing.
+type idleError struct{ after time.Duration }
+
+func (e *idleError) Error() string { return fmt.Sprintf("%s for %s", errIdle, e.after) }
 
 // idleBody re-arms the watch on every read that brought bytes.
 type idleBody struct {

@@ -1,6 +1,10 @@
 package llm
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
 
 // Role is a chat message's author.
 type Role string
@@ -47,6 +51,40 @@ type ToolDef struct {
 type Request struct {
 	Messages []Message
 	Tools    []ToolDef
+	// OnRetry, when set, is told about each retry before its wait begins,
+	// on the caller's goroutine, so the user can see it ("retrying in 2s
+	// (HTTP 503)"). It must not block for long: the wait starts after it
+	// returns.
+	OnRetry func(RetryInfo)
+}
+
+// RetryInfo describes a retry Stream is about to make.
+type RetryInfo struct {
+	// Attempt is the attempt that failed, from 1; the retry is Attempt+1.
+	Attempt int
+	// Attempts is the most attempts Stream will make (MaxRetries + 1).
+	Attempts int
+	// Delay is the wait before the retry.
+	Delay time.Duration
+	// Cause is the failure in a few words: "HTTP 503", "connection reset",
+	// "no data for 2m0s".
+	Cause string
+	// Err is the failure, an *Error (its Retryable reports true).
+	Err error
+}
+
+// String is a notice for the user: "retrying in 2s (HTTP 503), attempt 2 of 4".
+func (r RetryInfo) String() string {
+	return fmt.Sprintf("retrying in %s (%s), attempt %d of %d", roundDelay(r.Delay), r.Cause, r.Attempt+1, r.Attempts)
+}
+
+// roundDelay keeps a delay readable: whole seconds from a second up,
+// milliseconds below.
+func roundDelay(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Round(time.Second)
+	}
+	return d.Round(time.Millisecond)
 }
 
 // Delta is a piece of the response as it streams.
@@ -73,4 +111,38 @@ type Response struct {
 	ToolCalls []ToolCall
 	// FinishReason is empty when the stream ended before the provider said.
 	FinishReason FinishReason
+	// Usage is the provider's token count for this request; Usage.Known is
+	// false when the provider sent none.
+	Usage Usage
+}
+
+// Usage is the token accounting of one response, as the provider reported
+// it (stream_options.include_usage).
+type Usage struct {
+	// PromptTokens is the size of the request: everything now in context
+	// before the answer.
+	PromptTokens int
+	// CompletionTokens is the size of the answer, reasoning included.
+	CompletionTokens int
+	// TotalTokens is PromptTokens + CompletionTokens (computed when the
+	// provider left it out).
+	TotalTokens int
+	// CachedTokens is the part of PromptTokens served from the provider's
+	// prompt cache (OpenAI's prompt_tokens_details.cached_tokens, DeepSeek's
+	// prompt_cache_hit_tokens); 0 when not reported.
+	CachedTokens int
+	// ReasoningTokens is the part of CompletionTokens spent reasoning
+	// (completion_tokens_details.reasoning_tokens); 0 when not reported.
+	ReasoningTokens int
+	// Known is true when the provider reported usage. A provider that
+	// ignores stream_options sends none: every count is 0 and Known false,
+	// which means unknown, not empty.
+	Known bool
+}
+
+// Model is one model the provider offers (GET /models).
+type Model struct {
+	ID string
+	// OwnedBy is the provider's owner field, often the organisation.
+	OwnedBy string
 }

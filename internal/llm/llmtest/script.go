@@ -25,6 +25,30 @@ type Response struct {
 	Stall bool
 	// Drop cuts the connection after the chunks, mid-stream.
 	Drop bool
+	// Delay is waited before anything is written, headers included (a
+	// provider slow to answer, or, with a long Delay, a silent one).
+	Delay time.Duration
+	// Usage, when set, replaces the counted usage of a streamed answer. It
+	// is sent only when the request asked for usage (and the server does not
+	// ignore it).
+	Usage *Usage
+}
+
+// Usage is the token accounting of a scripted answer.
+type Usage struct {
+	Prompt, Completion int
+	// Cached is sent as prompt_tokens_details.cached_tokens and DeepSeek's
+	// prompt_cache_hit_tokens.
+	Cached int
+	// Reasoning is sent as completion_tokens_details.reasoning_tokens.
+	Reasoning int
+}
+
+// plan is what serving a response needs to know of its request.
+type plan struct {
+	model  string
+	prompt int  // the request's prompt tokens
+	usage  bool // send a usage chunk
 }
 
 // Chunk is one event of a stream.
@@ -113,6 +137,33 @@ func Error(status int, message string) Response {
 	return Response{Status: status, Body: string(b)}
 }
 
+// Status is an error response with the given HTTP status and a default
+// OpenAI-style body naming it, e.g. Status(501) or Status(503).With("Retry-After", "2").
+func Status(code int) Response { return Response{Status: code} }
+
+// ContextTooLong is the provider's HTTP 400 answer to a request of prompt
+// tokens plus maxTokens that does not fit window, in the given wording.
+func ContextTooLong(window, prompt, maxTokens int, wording Wording) Response {
+	requested := prompt + maxTokens
+	var msg, code string
+	var param any
+	switch wording {
+	case OpenAIWording:
+		msg = fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. "+
+			"Please reduce the length of the messages.", window, requested)
+		code, param = "context_length_exceeded", "messages"
+	default:
+		msg = fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens "+
+			"(%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+			window, requested, prompt, maxTokens)
+		code = "invalid_request_error"
+	}
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{
+		"message": msg, "type": "invalid_request_error", "param": param, "code": code,
+	}})
+	return Response{Status: http.StatusBadRequest, Body: string(b)}
+}
+
 // With returns r with a response header set.
 func (r Response) With(key, value string) Response {
 	h := r.Header.Clone()
@@ -124,7 +175,11 @@ func (r Response) With(key, value string) Response {
 	return r
 }
 
-func (r Response) serve(w http.ResponseWriter, req *http.Request, model string) {
+func (r Response) serve(w http.ResponseWriter, req *http.Request, p plan) {
+	model := p.model
+	if !wait(req, r.Delay) {
+		return
+	}
 	for k, vs := range r.Header {
 		w.Header()[k] = vs
 	}
@@ -152,12 +207,8 @@ func (r Response) serve(w http.ResponseWriter, req *http.Request, model string) 
 	}
 	_, _ = fmt.Fprintf(w, "data: %s\n\n", event(model, map[string]any{"role": "assistant", "content": ""}, ""))
 	for _, c := range r.Chunks {
-		if c.Delay > 0 {
-			select {
-			case <-time.After(c.Delay):
-			case <-req.Context().Done():
-				return
-			}
+		if !wait(req, c.Delay) {
+			return
 		}
 		if c.Raw != "" {
 			_, _ = w.Write([]byte(c.Raw))
@@ -172,10 +223,47 @@ func (r Response) serve(w http.ResponseWriter, req *http.Request, model string) 
 		return
 	case r.Drop:
 		panic(http.ErrAbortHandler) // net/http closes the connection mid-body
-	case !r.NoDone:
+	}
+	if p.usage {
+		_, _ = fmt.Fprintf(w, "data: %s\n\n", usageEvent(model, r.usage(p.prompt)))
+		flush()
+	}
+	if !r.NoDone {
 		_, _ = w.Write([]byte("data: [DONE]\n\n"))
 		flush()
 	}
+}
+
+// usage is the scripted usage, or else the counted one: prompt tokens and
+// Tokens of the streamed text, reasoning and arguments.
+func (r Response) usage(prompt int) Usage {
+	if r.Usage != nil {
+		return *r.Usage
+	}
+	n := 0
+	for _, c := range r.Chunks {
+		n += len(c.Text) + len(c.Reasoning)
+		for _, d := range c.Calls {
+			n += len(d.ID) + len(d.Name) + len(d.Args)
+		}
+	}
+	return Usage{Prompt: prompt, Completion: Tokens(n)}
+}
+
+// usageEvent is the final chunk of a stream that asked for usage: no
+// choices, the usage in OpenAI's shape plus DeepSeek's cache fields.
+func usageEvent(model string, u Usage) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"id": "chatcmpl-llmtest", "object": "chat.completion.chunk", "created": 0,
+		"model": model, "choices": []any{},
+		"usage": map[string]any{
+			"prompt_tokens": u.Prompt, "completion_tokens": u.Completion, "total_tokens": u.Prompt + u.Completion,
+			"prompt_tokens_details":     map[string]any{"cached_tokens": u.Cached},
+			"completion_tokens_details": map[string]any{"reasoning_tokens": u.Reasoning},
+			"prompt_cache_hit_tokens":   u.Cached, "prompt_cache_miss_tokens": u.Prompt - u.Cached,
+		},
+	})
+	return b
 }
 
 func (c Chunk) event(model string) []byte {
@@ -215,4 +303,20 @@ func event(model string, delta map[string]any, finish string) []byte {
 		"model": model, "choices": []any{choice},
 	})
 	return b
+}
+
+// wait waits d, or less when the client goes away; it reports whether the
+// client is still there.
+func wait(req *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-req.Context().Done():
+		return false
+	}
 }

@@ -1,10 +1,29 @@
 // Package llmtest is a scriptable fake of an OpenAI-compatible chat
 // completions endpoint for tests: each request is answered by the next
 // Response of a script (streamed text, reasoning, tool-call fragments,
-// keep-alive comments, HTTP errors, stalls, dropped connections, malformed
-// SSE), and every request is recorded, decoded, for assertions.
+// keep-alive comments, HTTP errors with any status and headers such as
+// Retry-After, stalls, dropped connections, malformed SSE), and every request
+// is recorded — decoded, and its body byte for byte (Request.Raw) — for
+// assertions.
 //
-// Point a client at URL(); the server answers POST …/chat/completions.
+// Point a client at URL(); the server answers POST …/chat/completions and
+// GET …/models (see SetModels; 404 until set).
+//
+// Like a real provider it can also:
+//   - report usage: a request with stream_options.include_usage gets a
+//     final chunk with no choices and a usage object (OpenAI's shape plus
+//     DeepSeek's prompt_cache_hit_tokens), unless IgnoreUsage was called.
+//     The counts follow one documented rule, Tokens: prompt tokens are the
+//     request body's size, completion tokens the streamed text, reasoning
+//     and arguments, each in bytes/4 rounded up. Response.Usage overrides
+//     them.
+//   - enforce a context window (SetContextWindow): a request whose prompt
+//     tokens plus max_tokens pass the window is answered with the
+//     provider's HTTP 400 context-length error in DeepSeek's or OpenAI's
+//     wording, without consuming a scripted response.
+//
+// Known limits: every chat request must stream (stream: false is answered
+// with a stream anyway); only choice 0 is produced.
 package llmtest
 
 import (
@@ -27,6 +46,15 @@ type Server struct {
 	script   []Response
 	requests []Request
 	arrived  chan struct{} // closed and replaced on each request
+
+	ignoreUsage bool
+	window      int // 0: no context window enforced
+	wording     Wording
+
+	models         []string
+	modelsSet      bool
+	modelsFailure  *Response
+	modelsRequests int
 }
 
 // New starts a server answering with script, in order, and closes it when
@@ -79,59 +107,174 @@ func (s *Server) Remaining() int {
 	return len(s.script)
 }
 
-// Arrived returns a channel closed when the next request arrives.
+// Arrived returns a channel closed when the next request (chat or models)
+// arrives.
 func (s *Server) Arrived() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.arrived
 }
 
+// IgnoreUsage makes the server behave like a provider that ignores
+// stream_options: no usage chunk is ever sent.
+func (s *Server) IgnoreUsage() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ignoreUsage = true
+}
+
+// Wording is the shape of a context-too-long answer.
+type Wording int
+
+const (
+	// DeepSeekWording: "This model's maximum context length is N tokens.
+	// However, you requested M tokens (P in the messages, C in the
+	// completion). Please reduce the length of the messages or completion."
+	// with type and code "invalid_request_error".
+	DeepSeekWording Wording = iota
+	// OpenAIWording: "This model's maximum context length is N tokens.
+	// However, your messages resulted in M tokens. Please reduce the length
+	// of the messages." with code "context_length_exceeded".
+	OpenAIWording
+)
+
+// SetContextWindow makes the server refuse, with HTTP 400 in wording, every
+// chat request whose prompt tokens (Tokens of the body's size) plus its
+// max_tokens pass window tokens. Such a request is recorded (OverWindow set)
+// but consumes no scripted response. 0 turns the check off.
+func (s *Server) SetContextWindow(window int, wording Wording) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.window, s.wording = window, wording
+}
+
+// SetModels makes GET …/models list ids (until then it answers 404), and
+// ends a FailModels.
+func (s *Server) SetModels(ids ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.models, s.modelsSet, s.modelsFailure = append([]string(nil), ids...), true, nil
+}
+
+// FailModels makes every GET …/models answer r (an error response, or a
+// 200 with a Body that is no models list) until SetModels.
+func (s *Server) FailModels(r Response) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.modelsFailure = &r
+}
+
+// ModelsRequests is how many GET …/models requests arrived.
+func (s *Server) ModelsRequests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.modelsRequests
+}
+
+// Tokens is the fake's token count of n bytes: n/4 rounded up.
+func Tokens(n int) int { return (n + 3) / 4 }
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+	switch {
+	case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models"):
+		s.serveModels(w, r)
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/chat/completions"):
+		s.serveChat(w, r)
+	default:
 		http.NotFound(w, r)
-		return
 	}
+}
+
+func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return
 	}
-	req := Request{Header: r.Header.Clone(), Raw: body}
+	req := Request{Header: r.Header.Clone(), Raw: body, PromptTokens: Tokens(len(body))}
 	if err := json.Unmarshal(body, &req); err != nil {
 		s.t.Errorf("llmtest: request body is not JSON: %v", err)
 	}
-	resp, ok := s.next(req)
+	resp, plan, ok := s.next(&req)
 	if !ok {
 		s.t.Errorf("llmtest: request %d has no scripted response", len(s.Requests()))
 		writeError(w, http.StatusInternalServerError, "llmtest: no scripted response left")
 		return
 	}
-	resp.serve(w, r, req.Model)
+	resp.serve(w, r, plan)
 }
 
-// next records req and pops the next scripted response.
-func (s *Server) next(req Request) (Response, bool) {
+// next records req and picks its answer: the context-too-long error when
+// req passes the window, else the next scripted response.
+func (s *Server) next(req *Request) (Response, plan, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requests = append(s.requests, req)
+	p := plan{model: req.Model, prompt: req.PromptTokens,
+		usage: req.AsksUsage() && !s.ignoreUsage}
+	requested := req.PromptTokens + req.MaxTokens
+	req.OverWindow = s.window > 0 && requested > s.window
+	s.requests = append(s.requests, *req)
 	close(s.arrived)
 	s.arrived = make(chan struct{})
+	if req.OverWindow {
+		return ContextTooLong(s.window, req.PromptTokens, req.MaxTokens, s.wording), p, true
+	}
 	if len(s.script) == 0 {
-		return Response{}, false
+		return Response{}, p, false
 	}
 	r := s.script[0]
 	s.script = s.script[1:]
-	return r, true
+	return r, p, true
+}
+
+func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.modelsRequests++
+	close(s.arrived)
+	s.arrived = make(chan struct{})
+	ids, set, failure := s.models, s.modelsSet, s.modelsFailure
+	s.mu.Unlock()
+	switch {
+	case failure != nil:
+		failure.serve(w, r, plan{})
+	case !set:
+		writeError(w, http.StatusNotFound, "llmtest: no models configured")
+	default:
+		data := make([]map[string]any, len(ids))
+		for i, id := range ids {
+			data[i] = map[string]any{"id": id, "object": "model", "owned_by": "llmtest"}
+		}
+		b, _ := json.Marshal(map[string]any{"object": "list", "data": data})
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	}
 }
 
 // Request is a recorded request, decoded.
 type Request struct {
-	Model    string          `json:"model"`
-	Stream   bool            `json:"stream"`
-	Messages []Message       `json:"messages"`
-	Tools    []Tool          `json:"tools"`
-	Header   http.Header     `json:"-"`
-	Raw      json.RawMessage `json:"-"`
+	Model         string         `json:"model"`
+	Stream        bool           `json:"stream"`
+	MaxTokens     int            `json:"max_tokens"`
+	StreamOptions *StreamOptions `json:"stream_options"`
+	Messages      []Message      `json:"messages"`
+	Tools         []Tool         `json:"tools"`
+	Header        http.Header    `json:"-"`
+	// Raw is the request body exactly as received, for byte-for-byte
+	// comparisons of two requests.
+	Raw json.RawMessage `json:"-"`
+	// PromptTokens is the fake's count of the request: Tokens(len(Raw)).
+	PromptTokens int `json:"-"`
+	// OverWindow is set when the request passed the window set by
+	// SetContextWindow and was refused.
+	OverWindow bool `json:"-"`
 }
+
+// StreamOptions is a recorded stream_options field.
+type StreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// AsksUsage reports whether the request asked for usage in the stream.
+func (r Request) AsksUsage() bool { return r.StreamOptions != nil && r.StreamOptions.IncludeUsage }
 
 // Message is a recorded chat message.
 type Message struct {
