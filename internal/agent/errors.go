@@ -16,6 +16,12 @@ const noModelText = "No model is configured. Set DSH_API_KEY (or DEEPSEEK_API_KE
 func describeModelError(err error) string {
 	var advice string
 	switch {
+	case errors.Is(err, llm.ErrBaseURL):
+		advice = "The model provider's base URL is not usable. Fix --base-url / DSH_BASE_URL."
+	case errors.Is(err, llm.ErrEndpoint):
+		advice = "The base URL does not point at an OpenAI-compatible API. Check --base-url / DSH_BASE_URL."
+	case errors.Is(err, llm.ErrContextTooLong):
+		advice = "The conversation no longer fits the model's context window. Start a new session, or ask for a shorter answer."
 	case errors.Is(err, llm.ErrAuth):
 		advice = "The model provider rejected the API key. Check DSH_API_KEY (or DEEPSEEK_API_KEY)."
 	case errors.Is(err, llm.ErrBalance):

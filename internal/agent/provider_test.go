@@ -68,7 +68,18 @@ func TestProviderErrors(t *testing.T) {
 				t.Fatalf("stop = %s", stop)
 			}
 			evs := f.rec.events()
-			errs := only[event.ErrorMessage](evs)
+			var errs, retries []event.ErrorMessage
+			for _, e := range only[event.ErrorMessage](evs) {
+				if strings.HasPrefix(e.Text, "\n[model provider: retrying in ") {
+					retries = append(retries, e)
+				} else {
+					errs = append(errs, e)
+				}
+			}
+			// Every retry is announced to the user as it happens.
+			if len(retries) != len(f.srv.Requests())-1 {
+				t.Errorf("%d retries announced for %d requests: %q", len(retries), len(f.srv.Requests()), retries)
+			}
 			if tt.wantError == "" {
 				if len(errs) != 0 {
 					t.Errorf("unexpected error messages %v", errs)

@@ -63,6 +63,10 @@ func (s *Session) step(ctx context.Context) (stop event.StopReason, done bool) {
 	req := llm.Request{
 		Messages: s.hist.messages(s.systemPrompt(), s.cfg.HistoryBudget, !s.cfg.OmitToolCallReasoning),
 		Tools:    s.toolDefs(),
+		// The user sees a retry as it happens, not only a late failure.
+		OnRetry: func(r llm.RetryInfo) {
+			s.sink.Emit(event.ErrorMessage{Text: "\n[model provider: " + r.String() + "]\n"})
+		},
 	}
 	start := time.Now()
 	resp, err := s.model.Stream(ctx, req, s.emitDelta)
