@@ -48,25 +48,6 @@ func (ss *session) beginTurn() bool {
 
 func (ss *session) endTurn() { ss.running.Done() }
 
-// journalSink records the events worth keeping; streaming-only events
-// (deltas, live output) are left out: AssistantMessage and ToolResult carry
-// their whole content.
-type journalSink struct {
-	j   *replay.Journal
-	log *zap.Logger
-	id  string
-}
-
-func (js journalSink) Emit(ev event.Event) {
-	switch ev.(type) {
-	case event.TextDelta, event.ThoughtDelta, event.ToolOutput:
-		return
-	}
-	if err := js.j.Append(ev); err != nil {
-		js.log.Error("journal append failed", zap.String("session", js.id), zap.Error(err))
-	}
-}
-
 // send writes one session/update of this session that is not about a card
 // (a mode change). It never uses a turn's context.
 func (ss *session) send(u sdk.SessionUpdate) {
@@ -94,7 +75,7 @@ func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
 	ss := &session{id: id, cwd: cwd, journal: j, updates: s.updates, log: s.log,
 		perms: &permissions{mode: s.cfg.DefaultMode}}
 	ss.present = s.presenter(id, cwd, s.updates, false)
-	sink := fanout{ss.present, journalSink{j: j, log: s.log, id: id}}
+	sink := fanout{ss.present, &journalSink{j: j, log: s.log, id: id, tell: ss.present}}
 	ap := &approver{ss: ss, client: s.conn, tools: s.cfg.Tools, userRules: s.cfg.UserRules}
 	ss.agent = agent.NewSession(id, cwd, s.cfg.Model, s.cfg.Tools, sink, ap, s.cfg.Agent)
 	return ss
@@ -211,6 +192,9 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	j, err := s.cfg.Store.OpenAppend(id)
 	if err != nil {
 		return nil, invalidParams("cannot open session %s: %v", id, err)
+	}
+	if cut := j.Repaired(); cut > 0 {
+		s.log.Warn("journal: cut a torn last record", zap.String("session", id), zap.Int64("bytes", cut))
 	}
 	r := &reopening{server: s, id: id, cwd: filepath.Clean(cwd), journal: j, draw: replayToClient, state: map[string]json.RawMessage{}}
 	defer r.finish()

@@ -22,6 +22,12 @@ var (
 
 	// ErrClosed is returned by a Journal's methods after Close.
 	ErrClosed = errors.New("session journal is closed")
+	// ErrKept is wrapped by an Append whose write failed: the record is
+	// kept in memory and written, in order, by the next Append or Close.
+	ErrKept = errors.New("the record is kept until the disk takes it")
+	// ErrBacklogFull is returned when MaxBacklog bytes of records already
+	// wait: the record is refused.
+	ErrBacklogFull = errors.New("too many records wait to be written; this one is dropped")
 
 	// ErrTooLarge is returned by Append for a record longer than MaxLine.
 	ErrTooLarge = errors.New("journal record too large")
