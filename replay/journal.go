@@ -29,10 +29,10 @@ type Journal struct {
 	// each Append first retries them. backlogBytes is their size.
 	backlog      [][]byte
 	backlogBytes int
-	dropped      int // records refused because the backlog was full
-	broken   error // set when a failed write could not be undone
-	syncErr  error // the last background fsync's failure, reported once
-	closed   bool
+	dropped      int   // records refused because the backlog was full
+	broken       error // set when a failed write could not be undone
+	syncErr      error // the last background fsync's failure, reported once
+	closed       bool
 
 	// A TurnEnd asks the syncer goroutine for an fsync, so durability at
 	// turn boundaries never sits on the response path.
