@@ -91,7 +91,7 @@ func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
 		perms: &permissions{mode: s.cfg.DefaultMode}}
 	sink := fanout{p, journalSink{j: j, log: s.log, id: id}}
 	ap := &approver{ss: ss, client: s.conn, userRules: s.cfg.UserRules}
-	ss.agent = agent.NewSession(id, cwd, s.cfg.Model, s.cfg.Tools, sink, ap, s.cfg.Agent)
+	ss.agent = agent.NewSession(id, cwd, s.models, s.cfg.Tools, sink, ap, s.cfg.Agent)
 	return ss
 }
 

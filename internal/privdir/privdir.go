@@ -99,31 +99,44 @@ func OpenExisting(dir string, p Policy) (*os.Root, error) {
 // OpenFile opens name in root with flag (no O_CREATE: the file must exist)
 // after checking that it is a regular file (not a symlink) owned by this
 // user and the same file the name pointed at. It returns the opened file's
-// info.
-func OpenFile(root *os.Root, name string, flag int) (*os.File, fs.FileInfo, error) {
+// info. A name replaced (renamed over) between the check and the open is
+// checked again, a few times, before it counts as unsafe.
+func OpenFile(root *os.Root, name string, flag int) (f *os.File, st fs.FileInfo, err error) {
+	for try := 0; try < 5; try++ {
+		var raced bool
+		f, st, raced, err = openChecked(root, name, flag&^os.O_CREATE)
+		if !raced {
+			return f, st, err
+		}
+	}
+	return nil, nil, err
+}
+
+func openChecked(root *os.Root, name string, flag int) (*os.File, fs.FileInfo, bool, error) {
 	lst, err := root.Lstat(name)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if !lst.Mode().IsRegular() {
-		return nil, nil, unsafe(name, "is not a regular file")
+		return nil, nil, false, unsafe(name, "is not a regular file")
 	}
-	f, err := root.OpenFile(name, flag&^os.O_CREATE, 0)
+	f, err := root.OpenFile(name, flag, 0)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	st, err := f.Stat()
+	raced := false
 	if err == nil && !os.SameFile(lst, st) {
-		err = unsafe(name, "changed while it was opened")
+		err, raced = unsafe(name, "changed while it was opened"), true
 	}
 	if err == nil {
 		err = checkOwner(name, st)
 	}
 	if err != nil {
 		f.Close()
-		return nil, nil, err
+		return nil, nil, raced, err
 	}
-	return f, st, nil
+	return f, st, false, nil
 }
 
 // CheckOwner fails (ErrUnsafe) unless fi belongs to this process's
