@@ -50,15 +50,20 @@ type lineRead struct {
 // refused the key, ErrCancelled, or what went wrong; none holds the key.
 func (l *Login) Run(ctx context.Context) error {
 	l.in = bufio.NewReader(l.In)
+	// A hostile credential directory is reported before the key is asked
+	// for; a damaged file is simply replaced.
+	old, err := l.Store.Load()
+	if errors.Is(err, ErrUnsafe) {
+		return err
+	}
 	if !isTerminal(l.In.Fd()) {
 		return l.runPiped(ctx)
 	}
 	fmt.Fprintln(l.Out, "Log in to the model provider dsh-acp talks to. Enter keeps the value in brackets.")
-	if old, err := l.Store.Load(); err == nil {
+	if err == nil {
 		fmt.Fprintf(l.Out, "A key is stored for %s; logging in replaces it.\n", old.BaseURL)
 	}
 	c := Credential{}
-	var err error
 	if c.BaseURL, err = l.ask(ctx, "Base URL", l.BaseURL, ValidateBaseURL); err != nil {
 		return err
 	}

@@ -70,3 +70,23 @@ func TestLoginPiped(t *testing.T) {
 		})
 	}
 }
+
+// A hostile credential directory is reported before anything is read.
+func TestLoginRefusesHostileStorageFirst(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "dsh-acp")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	in := pipeWith(t, testKey+"\n")
+	var out bytes.Buffer
+	l := &Login{In: in, Out: &out, Store: NewStore(dir), BaseURL: "http://127.0.0.1:1", Model: "m"}
+	if err := l.Run(context.Background()); !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), "writable") {
+		t.Errorf("Run = %v, want ErrUnsafe", err)
+	}
+	if strings.Contains(out.String(), "Checking") {
+		t.Errorf("the key was checked before the storage was: %s", out.String())
+	}
+}
