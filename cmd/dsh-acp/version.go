@@ -23,9 +23,10 @@ var (
 const devVersion = "0.1.0-dev"
 
 // buildVersion is the version and commit of this binary: the -X stamp when
-// there is one, else the module version `go install …@vX.Y.Z` records
-// (without its "v") and the vcs.revision `go build` in a checkout records
-// (with "-dirty" for uncommitted changes), else devVersion and "unknown".
+// there is one, else the module version Go records (`go install …@vX.Y.Z`,
+// or a pseudo-version for `go build` in a checkout; without its "v") and
+// the vcs.revision (with "-dirty" for uncommitted changes), else devVersion
+// and "unknown" (a build with -buildvcs=false or outside a repository).
 func buildVersion(info *debug.BuildInfo, ok bool) (ver, rev string) {
 	ver, rev = version, commit
 	if ok && ver == "" {
