@@ -62,7 +62,7 @@ func journalCases() []journalCase {
 			journalHasResult("a command exiting 0 with no output", func(r event.ToolResult) bool {
 				return exitCodeIs(r.Result, 0) && r.Result.CardOutput == ""
 			}),
-			journalHas("an error message (no model configured)", func(ev event.Event) bool { _, ok := ev.(event.ErrorMessage); return ok }),
+			journalHas("an error message (a failed model request)", func(ev event.Event) bool { _, ok := ev.(event.ErrorMessage); return ok }),
 		)},
 		{name: "foreground_failure", shape: journalHasResult("exit code 3", func(r event.ToolResult) bool {
 			return exitCodeIs(r.Result, 3) && !r.Result.IsError
@@ -383,7 +383,14 @@ func recordForeground(t *testing.T) map[string][]byte {
 		"foreground_signal":  {"!echo before; kill -9 $$"},
 		"torn_last_line":     {"!echo kept"},
 	} {
-		d := startDaemon(t, acptest.ZedCapabilities(), nil)
+		var d *daemon
+		if name == "foreground_success" {
+			// "hello" meets a failing model and records its error message
+			// (with no key at all the prompt would get auth-required).
+			d, _ = startScripted(t, acptest.NewMarker(), llmtest.Error(400, "the request was refused"))
+		} else {
+			d = startDaemon(t, acptest.ZedCapabilities(), nil)
+		}
 		sid := d.newSession(t.TempDir())
 		for _, p := range prompts {
 			d.promptExpect(sid, p, "end_turn")

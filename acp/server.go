@@ -30,7 +30,8 @@ import (
 )
 
 // Config is what the daemon is built from. Executor, Tools and Store are
-// required; Model may be nil (no model configured: `!` commands still work).
+// required; Model may be nil (no model configured: `!` commands still work,
+// prompts that need the model get ACP's auth-required error).
 type Config struct {
 	Name, Version string
 
@@ -59,6 +60,11 @@ type Config struct {
 	// UserRules is the user's permission rule file ("" for none); each
 	// session's project file is read from its cwd.
 	UserRules string
+
+	// Auth, when set, offers terminal login and looks the model up again
+	// whenever a prompt needs it (see AuthConfig); Model is then the first
+	// answer.
+	Auth *AuthConfig
 }
 
 func (c *Config) defaults() {
@@ -95,6 +101,7 @@ type Server struct {
 	conn    *sdk.AgentSideConnection
 	updates *updateWriter // session/update notifications, bypassing the SDK's marshalling
 	turns   *turnRegistry
+	models  *models // the model client in force, shared by all sessions
 
 	mu       sync.Mutex
 	caps     presentation.Caps
@@ -114,6 +121,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) error {
 		cfg:      cfg,
 		log:      cfg.Logger,
 		turns:    newTurnRegistry(),
+		models:   newModels(cfg),
 		sessions: map[string]*session{},
 	}
 	watched := newWatchedWriter(out)
@@ -212,8 +220,9 @@ func (s *Server) Initialize(ctx context.Context, p sdk.InitializeRequest) (resp 
 	return sdk.InitializeResponse{
 		ProtocolVersion: version,
 		AgentInfo:       &sdk.Implementation{Name: s.cfg.Name, Version: s.cfg.Version},
-		AuthMethods:     []sdk.AuthMethod{},
+		AuthMethods:     s.authMethods(p.ClientCapabilities),
 		AgentCapabilities: sdk.AgentCapabilities{
+			Auth:        s.authCapabilities(),
 			LoadSession: true,
 			PromptCapabilities: sdk.PromptCapabilities{
 				EmbeddedContext: true,
@@ -227,9 +236,11 @@ func (s *Server) Initialize(ctx context.Context, p sdk.InitializeRequest) (resp 
 	}, nil
 }
 
-// Authenticate is not needed: no auth methods are advertised.
-func (s *Server) Authenticate(ctx context.Context, p sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {
-	return sdk.AuthenticateResponse{}, nil
+// Authenticate re-reads the stored credential for the terminal method (see
+// auth.go).
+func (s *Server) Authenticate(ctx context.Context, p sdk.AuthenticateRequest) (resp sdk.AuthenticateResponse, err error) {
+	defer guarded(s.log, "authenticate", &err)
+	return s.authenticate(p)
 }
 
 // checkCwd enforces an absolute, existing directory.
@@ -323,6 +334,9 @@ func (s *Server) Prompt(_ context.Context, p sdk.PromptRequest) (resp sdk.Prompt
 	defer release()
 	ss, err := s.session(p.SessionId)
 	if err != nil {
+		return resp, err
+	}
+	if err := s.needModel(p.Prompt); err != nil {
 		return resp, err
 	}
 	if err := s.beginTurn(); err != nil {

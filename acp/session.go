@@ -77,7 +77,7 @@ func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
 	ss.present = s.presenter(id, cwd, s.updates, false)
 	sink := fanout{ss.present, &journalSink{j: j, log: s.log, id: id, tell: ss.present}}
 	ap := &approver{ss: ss, client: s.conn, tools: s.cfg.Tools, userRules: s.cfg.UserRules}
-	ss.agent = agent.NewSession(id, cwd, s.cfg.Model, s.cfg.Tools, sink, ap, s.cfg.Agent)
+	ss.agent = agent.NewSession(id, cwd, s.models, s.cfg.Tools, sink, ap, s.cfg.Agent)
 	return ss
 }
 

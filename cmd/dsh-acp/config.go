@@ -17,11 +17,22 @@ import (
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
+// Built-in defaults of the model endpoint.
+const (
+	defaultBaseURL = "https://api.deepseek.com"
+	defaultModel   = "deepseek-chat"
+)
+
 // config is everything the daemon is configured with: flags, with
-// environment variables as fallbacks. The API key is environment-only.
+// environment variables as fallbacks. The API key is environment-only (or
+// stored by `dsh-acp login`: see credentials.go).
 type config struct {
+	// Command is "login" or "logout" for those subcommands, "" to serve.
+	Command         string
 	BaseURL         string
 	Model           string
+	BaseURLSet      bool   // BaseURL came from --base-url or DSH_BASE_URL
+	ModelSet        bool   // Model came from --model or DSH_MODEL
 	APIKey          string // from DSH_API_KEY or DEEPSEEK_API_KEY only
 	StateDir        string
 	LogFile         string
@@ -75,8 +86,8 @@ func parseConfig(name string, args []string, env envLookup, usage io.Writer) (co
 	var c config
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(usage)
-	fs.StringVar(&c.BaseURL, "base-url", envOr(env, "DSH_BASE_URL", "https://api.deepseek.com"), "OpenAI-compatible API base URL (env DSH_BASE_URL)")
-	fs.StringVar(&c.Model, "model", envOr(env, "DSH_MODEL", "deepseek-chat"), "model name (env DSH_MODEL)")
+	fs.StringVar(&c.BaseURL, "base-url", envOr(env, "DSH_BASE_URL", defaultBaseURL), "OpenAI-compatible API base URL (env DSH_BASE_URL)")
+	fs.StringVar(&c.Model, "model", envOr(env, "DSH_MODEL", defaultModel), "model name (env DSH_MODEL)")
 	fs.StringVar(&c.StateDir, "state-dir", envOr(env, "DSH_STATE_DIR", defaultStateDir(env)), "where session journals and spill files live (env DSH_STATE_DIR)")
 	fs.StringVar(&c.LogFile, "log-file", envOr(env, "DSH_LOG_FILE", ""), "log to this file instead of stderr (env DSH_LOG_FILE)")
 	fs.StringVar(&c.LogLevel, "log-level", envOr(env, "DSH_LOG_LEVEL", "info"), "debug, info, warn or error (env DSH_LOG_LEVEL)")
@@ -95,12 +106,23 @@ func parseConfig(name string, args []string, env envLookup, usage io.Writer) (co
 	fs.Usage = func() {
 		fmt.Fprintf(usage, "Usage: %s [flags]            serve ACP on stdin/stdout\n", name)
 		fmt.Fprintf(usage, "       %s chat [flags]       a terminal client for this (or any) ACP agent\n", name)
-		fmt.Fprintf(usage, "       %s replay FILE|ID     print a journaled session\n\n", name)
-		fmt.Fprintf(usage, "The API key is read from DSH_API_KEY or DEEPSEEK_API_KEY (never a flag).\nFlags:\n")
+		fmt.Fprintf(usage, "       %s replay FILE|ID     print a journaled session\n", name)
+		fmt.Fprintf(usage, "       %s login [flags]      check an API key with the provider and store it for you\n", name)
+		fmt.Fprintf(usage, "       %s logout             remove the stored key\n", name)
+		fmt.Fprintf(usage, "       %s --version          print the version and commit\n\n", name)
+		fmt.Fprintf(usage, "The API key is read from DSH_API_KEY or DEEPSEEK_API_KEY (never a flag), else from what login stored.\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if fs.NArg() > 0 && (fs.Arg(0) == "login" || fs.Arg(0) == "logout") {
+		// `dsh-acp [flags] login [flags]`: a client runs the agent's own
+		// command line with "login" appended.
+		c.Command = fs.Arg(0)
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return c, err
+		}
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -112,6 +134,12 @@ func parseConfig(name string, args []string, env envLookup, usage io.Writer) (co
 	}
 	c.Mode = m
 	c.APIKey = envOr(env, "DSH_API_KEY", envOr(env, "DEEPSEEK_API_KEY", ""))
+	c.BaseURLSet = envOr(env, "DSH_BASE_URL", "") != ""
+	c.ModelSet = envOr(env, "DSH_MODEL", "") != ""
+	fs.Visit(func(f *flag.Flag) {
+		c.BaseURLSet = c.BaseURLSet || f.Name == "base-url"
+		c.ModelSet = c.ModelSet || f.Name == "model"
+	})
 	return c, c.validate()
 }
 

@@ -2,7 +2,8 @@
 // arguments it serves the Agent Client Protocol on stdin/stdout, running an
 // LLM loop whose tools run shell commands shown as live terminal cards.
 //
-// Subcommands: `chat` (a terminal client) and `replay` (print a session).
+// Subcommands: `chat` (a terminal client), `replay` (print a session),
+// `login` and `logout` (store or remove an API key), `--version`.
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"go.uber.org/zap"
@@ -22,14 +24,10 @@ import (
 	"github.com/dsh-acp/dsh-acp/acp"
 	"github.com/dsh-acp/dsh-acp/executor/local"
 	"github.com/dsh-acp/dsh-acp/internal/agent"
-	"github.com/dsh-acp/dsh-acp/internal/llm"
 	"github.com/dsh-acp/dsh-acp/internal/permission"
 	"github.com/dsh-acp/dsh-acp/replay"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
-
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "0.1.0-dev"
 
 func main() {
 	os.Exit(run(os.Args[1:]))
@@ -43,7 +41,7 @@ func run(args []string) int {
 		case "replay":
 			return runReplay(args[1:])
 		case "version", "--version":
-			fmt.Println("dsh-acp", version)
+			printVersion(os.Stdout)
 			return 0
 		}
 	}
@@ -54,6 +52,9 @@ func run(args []string) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dsh-acp:", err)
 		return 2
+	}
+	if cfg.Command != "" {
+		return runAuthCommand(cfg)
 	}
 	if err := serve(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "dsh-acp:", err)
@@ -80,9 +81,13 @@ func serve(cfg config) error {
 	// of killing the process; the server treats it as the end of the session.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 
+	models := newModelSource(cfg, log)
+	cred, model := models.current()
 	var secrets []string
-	if cfg.APIKey != "" {
-		secrets = append(secrets, cfg.APIKey)
+	for _, k := range []string{cfg.APIKey, cred.APIKey} {
+		if k != "" {
+			secrets = append(secrets, k)
+		}
 	}
 	ex, err := local.New(local.Config{
 		DefaultTimeout: cfg.Timeout,
@@ -106,17 +111,19 @@ func serve(cfg config) error {
 		DefaultTimeout:  cfg.Timeout,
 		MaxTimeout:      cfg.MaxTimeout,
 	})
-	var model agent.ModelClient
-	if cfg.APIKey != "" {
-		model = llm.New(llm.Config{BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, Model: cfg.Model, IdleTimeout: cfg.ModelIdle, Logger: log})
+	ver, _ := buildVersion(debug.ReadBuildInfo())
+	log.Info("serving", zap.String("version", ver), zap.Bool("model", model != nil),
+		zap.String("keySource", string(cred.Source)), zap.String("stateDir", cfg.StateDir))
+	if cred.SetAside != "" {
+		log.Warn("stored credential not used", zap.String("why", cred.SetAside))
 	}
-	log.Info("serving", zap.String("version", version), zap.Bool("model", model != nil), zap.String("stateDir", cfg.StateDir))
 	return acp.Serve(ctx, os.Stdin, os.Stdout, acp.Config{
 		Name:     "dsh-acp",
-		Version:  version,
+		Version:  ver,
 		Executor: ex,
 		Tools:    box,
 		Model:    model,
+		Auth:     &acp.AuthConfig{Model: models.Model, Logout: models.Logout, Command: executable()},
 		Agent: agent.Config{
 			MaxTurnRequests: cfg.MaxTurnRequests,
 			HistoryBudget:   cfg.HistoryBudget,

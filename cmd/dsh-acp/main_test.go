@@ -27,7 +27,7 @@ func runBinary(t *testing.T, stdin string, args ...string) (stdout, stderr strin
 	bin := acptest.BuildBinary(t)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "DSH_STATE_DIR="+t.TempDir(), "DSH_API_KEY=", "DEEPSEEK_API_KEY=", "NO_COLOR=1")
+	cmd.Env = append(os.Environ(), "DSH_STATE_DIR="+t.TempDir(), "DSH_API_KEY=", "DEEPSEEK_API_KEY=", "NO_COLOR=1", "XDG_CONFIG_HOME="+t.TempDir())
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -65,7 +65,7 @@ func TestChatWithAnotherAgent(t *testing.T) {
 func TestReplaySubcommandByID(t *testing.T) {
 	bin := acptest.BuildBinary(t)
 	state := t.TempDir()
-	env := append(os.Environ(), "DSH_STATE_DIR="+state, "DSH_API_KEY=", "DEEPSEEK_API_KEY=", "NO_COLOR=1")
+	env := append(os.Environ(), "DSH_STATE_DIR="+state, "DSH_API_KEY=", "DEEPSEEK_API_KEY=", "NO_COLOR=1", "XDG_CONFIG_HOME="+t.TempDir())
 	chat := exec.Command(bin, "chat")
 	chat.Env, chat.Dir, chat.Stdin = env, t.TempDir(), strings.NewReader("!echo journaled\n")
 	if out, err := chat.CombinedOutput(); err != nil {
@@ -125,7 +125,7 @@ func TestChatCtrlCCancelsTheTurn(t *testing.T) {
 	bin := acptest.BuildBinary(t)
 	cmd := exec.Command(bin, "chat")
 	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "DSH_STATE_DIR="+t.TempDir(), "DSH_API_KEY=", "DEEPSEEK_API_KEY=", "NO_COLOR=1")
+	cmd.Env = append(os.Environ(), "DSH_STATE_DIR="+t.TempDir(), "DSH_API_KEY=", "DEEPSEEK_API_KEY=", "NO_COLOR=1", "XDG_CONFIG_HOME="+t.TempDir())
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -128,7 +128,8 @@ func buildPackage(work, name, pkg string) (string, error) {
 	return bin, cmd.Run()
 }
 
-// benchEnv gives the agent a private state directory and no model.
+// benchEnv gives the agent a private state directory and no model (not
+// even a key stored by dsh-acp login: its config directory is private too).
 func benchEnv(work string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -137,7 +138,7 @@ func benchEnv(work string) []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, "DSH_STATE_DIR="+filepath.Join(work, "state"), "DSH_LOG_LEVEL=error")
+	return append(env, "DSH_STATE_DIR="+filepath.Join(work, "state"), "XDG_CONFIG_HOME="+filepath.Join(work, "config"), "DSH_LOG_LEVEL=error")
 }
 
 func printTable(w io.Writer, rows []row, runs int) {

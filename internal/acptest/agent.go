@@ -68,7 +68,9 @@ type Agent struct {
 // protocol violations, and logs the agent's stderr if the test failed.
 //
 // env entries are added to the test process's environment (later entries
-// win). Unless GORACE is set, the child gets GORACE=atexit_sleep_ms=0: a
+// win), after XDG_CONFIG_HOME set to a fresh temporary directory: an agent
+// never reads or writes the real user's configuration (stored credentials)
+// unless env says otherwise. Unless GORACE is set, the child gets GORACE=atexit_sleep_ms=0: a
 // race-enabled binary otherwise sleeps 1 s at every exit.
 // Agent→client requests are answered by DefaultResponder until SetResponder.
 func Start(t testing.TB, bin string, args []string, env []string) *Agent {
@@ -92,7 +94,7 @@ func Start(t testing.TB, bin string, args []string, env []string) *Agent {
 	a.exitTimeout.Store(int64(DefaultExitTimeout))
 	a.cmd = exec.Command(bin, args...)
 	a.cmd.Stdin, a.cmd.Stdout, a.cmd.Stderr = inR, outW, &a.stderr
-	a.cmd.Env = childEnv(env)
+	a.cmd.Env = childEnv(t, env)
 	a.cmd.WaitDelay = time.Second // a child holding stderr must not stall Wait
 	err = a.cmd.Start()
 	_ = inR.Close()
@@ -119,9 +121,10 @@ func Start(t testing.TB, bin string, args []string, env []string) *Agent {
 	return a
 }
 
-// childEnv is the test process's environment plus extra.
-func childEnv(extra []string) []string {
-	env := os.Environ()
+// childEnv is the test process's environment with a private
+// XDG_CONFIG_HOME, plus extra.
+func childEnv(t testing.TB, extra []string) []string {
+	env := append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
 	if _, set := os.LookupEnv("GORACE"); !set {
 		env = append(env, "GORACE=atexit_sleep_ms=0")
 	}

@@ -7,9 +7,9 @@ import (
 )
 
 // noModelText tells the user how to configure a model.
-const noModelText = "No model is configured. Set DSH_API_KEY (or DEEPSEEK_API_KEY) to your API key; " +
-	"optionally choose the endpoint with --base-url or DSH_BASE_URL and the model with --model or DSH_MODEL, " +
-	"then restart the agent. Commands typed with a leading ! still run without a model."
+const noModelText = "No model is configured. Run `dsh-acp login`, or set DSH_API_KEY (or DEEPSEEK_API_KEY) to your API key; " +
+	"optionally choose the endpoint with --base-url or DSH_BASE_URL and the model with --model or DSH_MODEL. " +
+	"Commands typed with a leading ! still run without a model."
 
 // describeModelError is the user's message for a failed model request: what
 // to do about it, then the provider's details (which never hold the key).
@@ -23,7 +23,7 @@ func describeModelError(err error) string {
 	case errors.Is(err, llm.ErrContextTooLong):
 		advice = "The conversation no longer fits the model's context window. Start a new session, or ask for a shorter answer."
 	case errors.Is(err, llm.ErrAuth):
-		advice = "The model provider rejected the API key. Check DSH_API_KEY (or DEEPSEEK_API_KEY)."
+		advice = "The model provider rejected the API key. Check DSH_API_KEY (or DEEPSEEK_API_KEY). If you logged in, run `dsh-acp login` again."
 	case errors.Is(err, llm.ErrBalance):
 		advice = "The model provider account has insufficient balance. Top it up, then try again."
 	case errors.Is(err, llm.ErrRateLimited):

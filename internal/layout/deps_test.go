@@ -24,15 +24,16 @@ var layers = [][]string{
 	{"internal/mcp"},
 	{"internal/llm/llmtest"},
 	{"internal/llm"},
+	{"internal/credentials"},
 	{"presentation"},
 	{"replay"},
 	{"tools"},
 	{"internal/permission"},
 	{"executor/local", "executor/sandbox", "executor/ssh", "executor/executortest", "executor/executorfake"},
 	{"executor"},
-	{"internal/event"},
+	{"internal/event", "internal/privdir"},
 	// Test helpers and this package import nothing of the project's.
-	{"internal/acptest", "internal/eventually", "internal/layout"},
+	{"internal/acptest", "internal/eventually", "internal/layout", "internal/registry"},
 }
 
 func rank() map[string]int {
