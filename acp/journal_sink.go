@@ -3,7 +3,10 @@ package acp
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -25,15 +28,35 @@ type journalSink struct {
 	id   string
 	tell event.Sink // the session's presenter
 
+	check checkpoints
+
 	mu      sync.Mutex
 	failing bool // the user was told that records wait
 }
 
+func newJournalSink(j *replay.Journal, log *zap.Logger, id string, tell event.Sink) *journalSink {
+	js := &journalSink{j: j, log: log, id: id, tell: tell}
+	js.check.write = js.append
+	return js
+}
+
 func (js *journalSink) Emit(ev event.Event) {
-	switch ev.(type) {
-	case event.TextDelta, event.ThoughtDelta, event.ToolOutput:
+	switch e := ev.(type) {
+	case event.TextDelta, event.ThoughtDelta:
 		return
+	case event.ToolOutput:
+		js.check.output(e.ID, e.Data)
+		return
+	case event.ToolResult:
+		js.check.done(e.ID)
 	}
+	js.append(ev)
+}
+
+// close stops checkpointing.
+func (js *journalSink) close() { js.check.stop() }
+
+func (js *journalSink) append(ev event.Event) {
 	err := js.j.Append(ev)
 	js.mu.Lock()
 	defer js.mu.Unlock()
@@ -76,5 +99,71 @@ func rootCause(err error) string {
 			return err.Error()
 		}
 		err = next
+	}
+}
+
+// checkpointEvery is how often, at most, a running call's live output is
+// checkpointed into the journal.
+const checkpointEvery = time.Second
+
+// checkpoints gathers a session's live card output and journals it as
+// event.OutputCheckpoint at most every checkpointEvery per call, so a call
+// the daemon dies in replays with what the user saw. The tools cap a
+// card's output, so a call's checkpoints stay within event.MaxCardOutput.
+type checkpoints struct {
+	write func(event.Event) // appends to the journal
+
+	mu      sync.Mutex
+	pending map[string][]byte // by call id: output not yet checkpointed
+	timer   *time.Timer
+	closed  bool
+}
+
+// output takes a live chunk; the first chunk after a flush arms the timer.
+func (c *checkpoints) output(id, data string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	if c.pending == nil {
+		c.pending = map[string][]byte{}
+	}
+	c.pending[id] = append(c.pending[id], data...)
+	if c.timer == nil {
+		c.timer = time.AfterFunc(checkpointEvery, c.flush)
+	}
+}
+
+// done forgets a call's pending output: its result carries the whole.
+func (c *checkpoints) done(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.pending, id)
+}
+
+// flush journals every call's pending output.
+func (c *checkpoints) flush() {
+	c.mu.Lock()
+	pending := c.pending
+	c.pending, c.timer = nil, nil
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return
+	}
+	for _, id := range slices.Sorted(maps.Keys(pending)) {
+		c.write(event.OutputCheckpoint{ID: id, Data: string(pending[id])})
+	}
+}
+
+// stop ends checkpointing (the session closes; a pending checkpoint is
+// dropped: the call's result, or the settler, closes the card).
+func (c *checkpoints) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	if c.timer != nil {
+		c.timer.Stop()
 	}
 }

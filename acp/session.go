@@ -25,6 +25,8 @@ type session struct {
 	journal *replay.Journal
 	present *presentation.Presenter
 	updates *updateWriter
+	// journalSink writes the session's events to its journal.
+	journalSink *journalSink
 	perms   *permissions
 	log     *zap.Logger
 
@@ -75,7 +77,8 @@ func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
 	ss := &session{id: id, cwd: cwd, journal: j, updates: s.updates, log: s.log,
 		perms: &permissions{mode: s.cfg.DefaultMode}}
 	ss.present = s.presenter(id, cwd, s.updates, false)
-	sink := fanout{ss.present, &journalSink{j: j, log: s.log, id: id, tell: ss.present}}
+	ss.journalSink = newJournalSink(j, s.log, id, ss.present)
+	sink := fanout{ss.present, ss.journalSink}
 	ap := &approver{ss: ss, client: s.conn, tools: s.cfg.Tools, userRules: s.cfg.UserRules}
 	ss.agent = agent.NewSession(id, cwd, s.models, s.cfg.Tools, sink, ap, s.cfg.Agent)
 	return ss
@@ -123,6 +126,7 @@ func (ss *session) close(ctx context.Context) {
 	ss.mu.Unlock()
 	waitBounded(ctx, &ss.running)
 	ss.closeOnce.Do(func() {
+		ss.journalSink.close()
 		if err := ss.journal.Close(); err != nil {
 			ss.log.Error("journal close failed", zap.String("session", ss.id), zap.Error(err))
 		}

@@ -37,6 +37,7 @@ const (
 	typeToolCall   = "tool_call"
 	typeToolResult = "tool_result"
 	typeDecision   = "decision"
+	typeOutput     = "output"
 	typeNotice     = "notice"
 	typeError      = "error"
 	typeTurnEnd    = "turn_end"
@@ -170,6 +171,8 @@ func fromEvent(ev event.Event, r *wireRecord) (bool, error) {
 		r.Type, r.ID, r.Name, r.wireArgs, r.Direct = typeToolCall, e.ID, e.Name, encodeArgs(e.Args), e.Direct
 	case event.ToolResult:
 		r.Type, r.ID, r.Name, r.wireArgs, r.Result = typeToolResult, e.ID, e.Name, encodeArgs(e.Args), encodeResult(e.Result)
+	case event.OutputCheckpoint:
+		r.Type, r.ID, r.Text = typeOutput, e.ID, e.Data
 	case event.Decision:
 		r.Type, r.ID, r.Subject, r.Verdict, r.Outcome, r.Reason = typeDecision, e.ID, e.Subject, e.Verdict, e.Outcome, e.Reason
 	case event.Notice:
@@ -209,6 +212,8 @@ func (r *wireRecord) toEvent() (ev event.Event, ok bool) {
 			res = r.Result.decode(r.V)
 		}
 		return event.ToolResult{ID: r.ID, Name: r.Name, Args: r.raw(), Result: res}, true
+	case typeOutput:
+		return event.OutputCheckpoint{ID: r.ID, Data: r.Text}, true
 	case typeDecision:
 		return event.Decision{ID: r.ID, Subject: r.Subject, Verdict: r.Verdict, Outcome: r.Outcome, Reason: r.Reason}, true
 	case typeNotice:

@@ -30,7 +30,8 @@ const (
 //
 // For each call still open when the next UserPrompt or TurnEnd arrives, or
 // when Close is called, it emits a synthetic ToolResult (IsError, no exit
-// code) just before that event: InterruptedText for a call that started
+// code, the call's checkpointed output as its card output) just before
+// that event: InterruptedText for a call that started
 // (a ToolCall was recorded), or a synthetic ToolCall followed by a result
 // with NotStartedText for a call the model asked for in an AssistantMessage
 // that never started (TurnEnded* texts when a TurnEnd closes the turn).
@@ -48,6 +49,7 @@ type Settler struct {
 type openCall struct {
 	event.CallInfo
 	started bool
+	output  []byte // checkpointed card output, shown by a synthetic result
 }
 
 // NewSettler returns a Settler that passes events to emit.
@@ -79,6 +81,10 @@ func (s *Settler) Push(ev event.Event) error {
 			s.open[i] = openCall{CallInfo: info, started: true}
 		} else {
 			s.open = append(s.open, openCall{CallInfo: info, started: true})
+		}
+	case event.OutputCheckpoint:
+		if i := s.find(e.ID); i >= 0 && len(s.open[i].output)+len(e.Data) <= event.MaxCardOutput {
+			s.open[i].output = append(s.open[i].output, e.Data...)
 		}
 	case event.ToolResult:
 		if i := s.find(e.ID); i >= 0 {
@@ -138,7 +144,8 @@ func (s *Settler) flush(startedText, notStartedText string) error {
 				return err
 			}
 		}
-		res := event.ToolResult{ID: c.ID, Name: c.Name, Args: c.Args, Result: event.Result{Text: text, IsError: true}}
+		res := event.ToolResult{ID: c.ID, Name: c.Name, Args: c.Args,
+			Result: event.Result{Text: text, IsError: true, CardOutput: string(c.output)}}
 		if err := s.emit(res); err != nil {
 			return err
 		}

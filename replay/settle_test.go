@@ -112,3 +112,22 @@ func TestBackgroundTasks(t *testing.T) {
 		t.Errorf("RunningTasks = %q", got)
 	}
 }
+
+// A call the daemon died in gets its checkpointed output as its card
+// output, so the replayed card shows what the user had seen.
+func TestSettlerKeepsCheckpointedOutput(t *testing.T) {
+	got := Settle([]event.Event{
+		event.UserPrompt{Text: "!x"},
+		event.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"x"}`)},
+		event.OutputCheckpoint{ID: "c1", Data: "one\n"},
+		event.OutputCheckpoint{ID: "other", Data: "not this call's\n"},
+		event.OutputCheckpoint{ID: "c1", Data: "two\n"},
+	})
+	res, ok := got[len(got)-1].(event.ToolResult)
+	if !ok {
+		t.Fatalf("last event %T, want the synthetic result", got[len(got)-1])
+	}
+	if res.Result.CardOutput != "one\ntwo\n" || res.Result.Text != InterruptedText {
+		t.Errorf("synthetic result %+v", res.Result)
+	}
+}

@@ -80,6 +80,15 @@ type ToolOutput struct {
 	Data string `json:"data"`
 }
 
+// OutputCheckpoint is live card output of the running call ID since its
+// previous checkpoint, journaled while the call runs (at most about once a
+// second), so a call the daemon died in replays with the output the user
+// had seen. Sinks that draw ignore it: they drew the ToolOutput events.
+type OutputCheckpoint struct {
+	ID   string `json:"id"`
+	Data string `json:"data"`
+}
+
 // Decision is the permission step's verdict on the model-issued call ID,
 // emitted after its ToolCall and before its ToolResult.
 type Decision struct {
@@ -181,6 +190,7 @@ func (AssistantMessage) isEvent() {}
 func (ToolCall) isEvent()         {}
 func (ToolOutput) isEvent()       {}
 func (Decision) isEvent()         {}
+func (OutputCheckpoint) isEvent() {}
 func (ToolResult) isEvent()       {}
 func (Notice) isEvent()           {}
 func (ErrorMessage) isEvent()     {}
