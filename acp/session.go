@@ -27,8 +27,8 @@ type session struct {
 	updates *updateWriter
 	// journalSink writes the session's events to its journal.
 	journalSink *journalSink
-	perms   *permissions
-	log     *zap.Logger
+	perms       *permissions
+	log         *zap.Logger
 
 	mu      sync.Mutex
 	closed  bool
