@@ -127,16 +127,3 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
-
-// spillFiles lists the regular files under dir/spill.
-func spillFiles(t *testing.T, stateDir string) []string {
-	t.Helper()
-	var files []string
-	_ = filepath.WalkDir(filepath.Join(stateDir, "spill"), func(path string, d os.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			files = append(files, path)
-		}
-		return nil
-	})
-	return files
-}
