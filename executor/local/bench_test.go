@@ -151,7 +151,7 @@ func bareCapture(command string) (time.Duration, error) {
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}
-	buf := make([]byte, readBufSize)
+	buf := make([]byte, 64<<10)
 	for {
 		if _, err := out.Read(buf); err != nil {
 			break

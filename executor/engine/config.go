@@ -1,4 +1,4 @@
-package local
+package engine
 
 import (
 	"fmt"
@@ -21,7 +21,7 @@ const (
 	DefaultSpillMaxAge  = 7 * 24 * time.Hour
 )
 
-// Config configures an Executor. The zero value is ready to use: every zero
+// Config configures an Engine. The zero value is ready to use: every zero
 // (or negative) field takes the default named in its comment.
 type Config struct {
 	// DefaultTimeout is a foreground command's timeout when the request
@@ -55,12 +55,11 @@ type Config struct {
 	// SpillMaxAge: New removes spill files older than this
 	// (DefaultSpillMaxAge, 7 days).
 	SpillMaxAge time.Duration
-	// AllowEnv names variables let through the credential scrub
-	// (e.g. GH_TOKEN for gh). See ScrubEnv.
-	AllowEnv []string
-	// SecretValues are values no command may see (the daemon's API key): a
-	// variable whose value contains one is dropped even if allowed.
-	SecretValues []string
+	// BaseEnv is the environment every command starts from ("NAME=value";
+	// a local executor passes the daemon's, scrubbed with ScrubEnv). The
+	// engine adds the non-interactive settings (PAGER=cat, …, DSH_ACP=1)
+	// and then Spec.Env.
+	BaseEnv []string
 	// Logger receives diagnostics (ids, pids, sizes; never output or
 	// commands). Nil means no logging.
 	Logger *zap.Logger
@@ -92,7 +91,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.SpillMaxAge = DefaultSpillMaxAge
 	}
 	if c.StateDir == "" {
-		dir, err := defaultStateDir()
+		dir, err := DefaultStateDir()
 		if err != nil {
 			return c, err
 		}
@@ -101,11 +100,13 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
-	c.AllowEnv, c.SecretValues = slices.Clone(c.AllowEnv), slices.Clone(c.SecretValues)
+	c.BaseEnv = slices.Clone(c.BaseEnv)
 	return c, nil
 }
 
-func defaultStateDir() (string, error) {
+// DefaultStateDir is the state directory used when Config.StateDir is
+// empty: $XDG_STATE_HOME/dsh-acp, else ~/.local/state/dsh-acp.
+func DefaultStateDir() (string, error) {
 	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
 		return filepath.Join(d, "dsh-acp"), nil
 	}

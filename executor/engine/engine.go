@@ -1,12 +1,12 @@
-package local
+package engine
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,13 +16,13 @@ import (
 	"github.com/dsh-acp/dsh-acp/executor"
 )
 
-// Executor runs commands as local processes. Create it with New.
-type Executor struct {
-	cfg    Config
-	bash   string
-	env    []string // scrubbed daemon environment + non-interactive settings
-	spills *spillDir
-	log    *zap.Logger
+// Engine is an executor.Executor built on a Spawner. Create it with New.
+type Engine struct {
+	cfg     Config
+	spawner Spawner
+	env     []string // base environment + non-interactive settings
+	spills  *spillDir
+	log     *zap.Logger
 
 	mu        sync.Mutex
 	closed    bool
@@ -40,7 +40,10 @@ type Executor struct {
 	nextSub int
 }
 
-var _ executor.Executor = (*Executor)(nil)
+var (
+	_ executor.Executor = (*Engine)(nil)
+	_ executor.Confiner = (*Engine)(nil)
+)
 
 // task is a background command. Its owner is fixed at Start.
 type task struct {
@@ -56,18 +59,17 @@ type task struct {
 	signal   string
 }
 
-// New returns an Executor for cfg (zero fields take their defaults). It
-// snapshots and scrubs the process environment, creates or verifies
-// <StateDir>/spill (an unsafe existing directory is an error wrapping
-// ErrUnsafeDir) and removes spill files older than SpillMaxAge.
-func New(cfg Config) (*Executor, error) {
+// New returns an Engine that starts commands with sp, for cfg (zero fields
+// take their defaults). It creates or verifies <StateDir>/spill (an unsafe
+// existing directory is an error wrapping ErrUnsafeDir) and removes spill
+// files older than SpillMaxAge. Shutdown closes sp when it is a Closer.
+func New(sp Spawner, cfg Config) (*Engine, error) {
+	if sp == nil {
+		return nil, errors.New("engine: nil spawner")
+	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
-	}
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		return nil, fmt.Errorf("find bash: %w", err)
 	}
 	spills, err := openSpillDir(cfg.StateDir)
 	if err != nil {
@@ -76,22 +78,82 @@ func New(cfg Config) (*Executor, error) {
 	if n := spills.sweep(time.Now().Add(-cfg.SpillMaxAge)); n > 0 {
 		cfg.Logger.Info("swept old spill files", zap.Int("removed", n))
 	}
-	return &Executor{
-		cfg:    cfg,
-		bash:   bash,
-		env:    mergeEnv(ScrubEnv(os.Environ(), cfg.AllowEnv, cfg.SecretValues), nonInteractiveEnv),
-		spills: spills,
-		log:    cfg.Logger,
-		procs:  make(map[*proc]struct{}),
-		tasks:  make(map[string]*task),
-		subs:   make(map[int]func(executor.TaskDone)),
+	return &Engine{
+		cfg:     cfg,
+		spawner: sp,
+		env:     mergeEnv(cfg.BaseEnv, nonInteractiveEnv),
+		spills:  spills,
+		log:     cfg.Logger,
+		procs:   make(map[*proc]struct{}),
+		tasks:   make(map[string]*task),
+		subs:    make(map[int]func(executor.TaskDone)),
 	}, nil
 }
 
-// Resolve implements executor.Executor. A negative timeout is an error.
-func (e *Executor) Resolve(req executor.Request) (executor.Spec, error) {
+// StateDir is the absolute state directory the engine's spill files live
+// under (<StateDir>/spill).
+func (e *Engine) StateDir() string { return filepath.Dir(e.spills.path) }
+
+// Levels implements executor.Confiner: the spawner's levels, or LevelOff
+// alone for a spawner that does not confine.
+func (e *Engine) Levels() []executor.Level {
+	if l, ok := e.spawner.(Leveler); ok {
+		return l.Levels()
+	}
+	return []executor.Level{executor.LevelOff}
+}
+
+// DefaultLevel implements executor.Confiner.
+func (e *Engine) DefaultLevel() executor.Level {
+	if l, ok := e.spawner.(Leveler); ok {
+		return l.DefaultLevel()
+	}
+	return executor.LevelOff
+}
+
+// Unavailable implements executor.Confiner.
+func (e *Engine) Unavailable() error {
+	if l, ok := e.spawner.(Leveler); ok {
+		return l.Unavailable()
+	}
+	return errNoSandbox
+}
+
+var errNoSandbox = fmt.Errorf("%w: this executor runs commands unconfined", executor.ErrSandbox)
+
+// checkLevel resolves an empty level to the default and refuses one the
+// spawner cannot build, with an error wrapping executor.ErrSandbox.
+func (e *Engine) checkLevel(l executor.Level) (executor.Level, error) {
+	if l == "" {
+		l = e.DefaultLevel()
+	}
+	if !l.Valid() {
+		_, err := executor.ParseLevel(string(l))
+		return "", fmt.Errorf("%w: %w", executor.ErrSandbox, err)
+	}
+	if slices.Contains(e.Levels(), l) {
+		return l, nil
+	}
+	why := e.Unavailable()
+	if why == nil {
+		why = fmt.Errorf("%w: level %s is not offered here", executor.ErrSandbox, l)
+	}
+	return "", fmt.Errorf("sandbox level %s: %w", l, why)
+}
+
+// Resolve implements executor.Executor. A negative timeout or an unknown
+// level is an error; an empty level becomes DefaultLevel. Whether the level
+// can be built is checked by Run and Start.
+func (e *Engine) Resolve(req executor.Request) (executor.Spec, error) {
 	if req.Timeout < 0 {
 		return executor.Spec{}, fmt.Errorf("negative timeout %v", req.Timeout)
+	}
+	level := req.Level
+	if level == "" {
+		level = e.DefaultLevel()
+	}
+	if _, err := executor.ParseLevel(string(level)); err != nil {
+		return executor.Spec{}, err
 	}
 	timeout := req.Timeout
 	if timeout == 0 {
@@ -113,18 +175,29 @@ func (e *Executor) Resolve(req executor.Request) (executor.Spec, error) {
 			env[k] = v
 		}
 	}
+	dir = filepath.Clean(dir)
+	workspace := dir
+	if req.SessionCwd != "" {
+		abs, err := filepath.Abs(req.SessionCwd)
+		if err != nil {
+			return executor.Spec{}, fmt.Errorf("resolve session cwd: %w", err)
+		}
+		workspace = abs
+	}
 	return executor.Spec{
-		Command: req.Command,
-		Workdir: filepath.Clean(dir),
-		Timeout: timeout,
-		Owner:   req.Owner,
-		Stdin:   append([]byte(nil), req.Stdin...),
-		Env:     env,
+		Command:   req.Command,
+		Workdir:   dir,
+		Timeout:   timeout,
+		Owner:     req.Owner,
+		Level:     level,
+		Workspace: workspace,
+		Stdin:     append([]byte(nil), req.Stdin...),
+		Env:       env,
 	}, nil
 }
 
 // baseDir is the directory a relative or empty workdir is resolved against.
-func (e *Executor) baseDir(sessionCwd string) (string, error) {
+func (e *Engine) baseDir(sessionCwd string) (string, error) {
 	for _, d := range []string{sessionCwd, e.cfg.DefaultWorkdir} {
 		if d != "" {
 			abs, err := filepath.Abs(d)
@@ -147,7 +220,7 @@ func (e *Executor) baseDir(sessionCwd string) (string, error) {
 // SIGKILL and the last chunk has been delivered to observe. While output
 // streams, observe gets at most one batch of chunks per 10 ms; bytes dropped
 // at the very end are reported in a final chunk without Data.
-func (e *Executor) Run(ctx context.Context, spec executor.Spec, observe func(executor.Chunk)) (executor.Result, error) {
+func (e *Engine) Run(ctx context.Context, spec executor.Spec, observe func(executor.Chunk)) (executor.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return executor.Result{}, fmt.Errorf("run: %w", err)
 	}
@@ -157,7 +230,7 @@ func (e *Executor) Run(ctx context.Context, spec executor.Spec, observe func(exe
 	if spec.Timeout == 0 {
 		spec.Timeout = e.cfg.DefaultTimeout
 	}
-	opts, err := e.prepare(spec)
+	cmd, err := e.prepare(spec)
 	if err != nil {
 		return executor.Result{}, err
 	}
@@ -167,7 +240,7 @@ func (e *Executor) Run(ctx context.Context, spec executor.Spec, observe func(exe
 	}
 	defer e.inflight.Done()
 	start := time.Now()
-	p, err := startProc(spec, opts)
+	p, err := e.spawn(cmd)
 	if err != nil {
 		return executor.Result{}, err
 	}
@@ -200,24 +273,24 @@ func (e *Executor) Run(ctx context.Context, spec executor.Spec, observe func(exe
 		lv.close()
 		<-lv.finished
 	}
-	res := executor.Result{ExitCode: p.exitCode, Signal: p.signal, TimedOut: timedOut.Load(), Duration: time.Since(start)}
+	res := executor.Result{ExitCode: p.exit.Code, Signal: p.exit.Signal, LimitHit: p.exit.LimitHit, TimedOut: timedOut.Load(), Duration: time.Since(start)}
 	c.result(&res)
-	e.log.Debug("run finished", zap.Int("pid", p.pid), zap.Int("exit", res.ExitCode), zap.String("signal", res.Signal),
+	e.log.Debug("run finished", zap.String("process", p.p.ID()), zap.Int("exit", res.ExitCode), zap.String("signal", res.Signal),
 		zap.Bool("timed_out", res.TimedOut), zap.Duration("duration", res.Duration), zap.Int64("dropped", res.Dropped))
 	return res, nil
 }
 
 // Start implements executor.Executor. No task is created when the workdir
-// is invalid or the spawn fails.
-func (e *Executor) Start(spec executor.Spec) (string, error) {
-	opts, err := e.prepare(spec)
+// is invalid, the level cannot be built or the spawn fails.
+func (e *Engine) Start(spec executor.Spec) (string, error) {
+	cmd, err := e.prepare(spec)
 	if err != nil {
 		return "", err
 	}
 	if _, err := e.enter(); err != nil {
 		return "", err
 	}
-	p, err := startProc(spec, opts)
+	p, err := e.spawn(cmd)
 	if err != nil {
 		e.inflight.Done()
 		return "", err
@@ -235,18 +308,18 @@ func (e *Executor) Start(spec executor.Spec) (string, error) {
 	e.tmu.Unlock()
 	e.track(p)
 	p.begin(t.output, func() { e.finishTask(t) })
-	e.log.Debug("task started", zap.String("id", id), zap.Int("pid", p.pid))
+	e.log.Debug("task started", zap.String("id", id), zap.String("process", p.p.ID()))
 	return id, nil
 }
 
-func (e *Executor) finishTask(t *task) {
+func (e *Engine) finishTask(t *task) {
 	t.output.finish()
 	t.mu.Lock()
 	t.status = executor.Completed
 	if t.proc.stopped.Load() {
 		t.status = executor.Killed
 	}
-	t.exitCode, t.signal = t.proc.exitCode, t.proc.signal
+	t.exitCode, t.signal = t.proc.exit.Code, t.proc.exit.Signal
 	done := executor.TaskDone{ID: t.id, Owner: t.owner, Command: t.command, Status: t.status, ExitCode: t.exitCode, Signal: t.signal}
 	t.mu.Unlock()
 	close(t.done)
@@ -265,7 +338,7 @@ func (e *Executor) finishTask(t *task) {
 }
 
 // Read implements executor.Executor.
-func (e *Executor) Read(id, caller string) (executor.ReadResult, error) {
+func (e *Engine) Read(id, caller string) (executor.ReadResult, error) {
 	t, err := e.access(id, caller)
 	if err != nil {
 		return executor.ReadResult{}, err
@@ -285,7 +358,7 @@ func (e *Executor) Read(id, caller string) (executor.ReadResult, error) {
 // Kill implements executor.Executor. It waits for the task to die up to
 // the grace period plus a margin, bounded by ctx; if the task is still
 // dying then, the result says Running.
-func (e *Executor) Kill(ctx context.Context, id, caller string) (executor.KillResult, error) {
+func (e *Engine) Kill(ctx context.Context, id, caller string) (executor.KillResult, error) {
 	t, err := e.access(id, caller)
 	if err != nil {
 		return executor.KillResult{}, err
@@ -310,7 +383,7 @@ func (e *Executor) Kill(ctx context.Context, id, caller string) (executor.KillRe
 }
 
 // KillOwned implements executor.Executor. Tasks are matched by exact owner.
-func (e *Executor) KillOwned(ctx context.Context, owner string) {
+func (e *Engine) KillOwned(ctx context.Context, owner string) {
 	var owned []*task
 	e.tmu.RLock()
 	for _, t := range e.tasks {
@@ -332,7 +405,7 @@ func (e *Executor) KillOwned(ctx context.Context, owner string) {
 }
 
 // OwnerOf implements executor.Executor.
-func (e *Executor) OwnerOf(id string) (string, bool) {
+func (e *Engine) OwnerOf(id string) (string, bool) {
 	e.tmu.RLock()
 	defer e.tmu.RUnlock()
 	t, ok := e.tasks[id]
@@ -344,7 +417,7 @@ func (e *Executor) OwnerOf(id string) (string, bool) {
 
 // OnTaskDone implements executor.Executor. fn runs on the finished task's
 // supervising goroutine, after its final status is readable.
-func (e *Executor) OnTaskDone(fn func(executor.TaskDone)) func() {
+func (e *Engine) OnTaskDone(fn func(executor.TaskDone)) func() {
 	e.smu.Lock()
 	id := e.nextSub
 	e.nextSub++
@@ -360,7 +433,7 @@ func (e *Executor) OnTaskDone(fn func(executor.TaskDone)) func() {
 // Shutdown implements executor.Executor: every process group this executor
 // started is stopped through the kill path (TERM, grace, KILL) and waited
 // for, bounded by ctx.
-func (e *Executor) Shutdown(ctx context.Context) error {
+func (e *Engine) Shutdown(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true
 	procs := make([]*proc, 0, len(e.procs))
@@ -378,15 +451,21 @@ func (e *Executor) Shutdown(ctx context.Context) error {
 	}()
 	select {
 	case <-idle:
-		e.closeOnce.Do(func() { _ = e.spills.close() })
-		return nil
+		var err error
+		e.closeOnce.Do(func() {
+			_ = e.spills.close()
+			if c, ok := e.spawner.(Closer); ok {
+				err = c.Close()
+			}
+		})
+		return err
 	case <-ctx.Done():
 		return fmt.Errorf("shutdown: %w", ctx.Err())
 	}
 }
 
 // access finds a task the caller may use.
-func (e *Executor) access(id, caller string) (*task, error) {
+func (e *Engine) access(id, caller string) (*task, error) {
 	e.tmu.RLock()
 	t, ok := e.tasks[id]
 	e.tmu.RUnlock()
@@ -399,43 +478,46 @@ func (e *Executor) access(id, caller string) (*task, error) {
 	return t, nil
 }
 
-// prepare validates spec and builds the process options.
-func (e *Executor) prepare(spec executor.Spec) (procOpts, error) {
-	if err := checkWorkdir(spec.Workdir); err != nil {
-		return procOpts{}, err
+// prepare validates spec and builds the Command for the spawner.
+func (e *Engine) prepare(spec executor.Spec) (Command, error) {
+	level, err := e.checkLevel(spec.Level)
+	if err != nil {
+		return Command{}, err
+	}
+	spec.Level = level
+	if spec.Workspace == "" {
+		spec.Workspace = spec.Workdir
 	}
 	env := e.env
 	if len(spec.Env) > 0 {
 		extra, err := specEnv(spec.Env)
 		if err != nil {
-			return procOpts{}, err
+			return Command{}, err
 		}
 		env = mergeEnv(e.env, extra)
 	}
-	return procOpts{bash: e.bash, env: env, grace: e.cfg.Grace, log: e.log}, nil
+	cmd := Command{Spec: spec, Env: env}
+	if level.Confined() {
+		dir, err := e.spills.ownerDir(spec.Owner)
+		if err != nil {
+			return Command{}, err
+		}
+		cmd.SpillDir = dir
+	}
+	return cmd, nil
 }
 
-// checkWorkdir requires an absolute path to an existing directory.
-func checkWorkdir(dir string) error {
-	if !filepath.IsAbs(dir) {
-		return fmt.Errorf("%w %q: not an absolute path", executor.ErrWorkdir, dir)
-	}
-	fi, err := os.Stat(dir)
+// spawn starts cmd and wraps it for supervision.
+func (e *Engine) spawn(cmd Command) (*proc, error) {
+	p, err := e.spawner.Spawn(cmd)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return fmt.Errorf("%w %q: %w", executor.ErrWorkdir, dir, err)
+		return nil, err
 	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%w %q: not a directory", executor.ErrWorkdir, dir)
-	}
-	return nil
+	return newProc(p, e.cfg.Grace, e.log), nil
 }
 
 // enter admits a Run or Start unless shut down, and numbers it.
-func (e *Executor) enter() (int, error) {
+func (e *Engine) enter() (int, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -448,7 +530,7 @@ func (e *Executor) enter() (int, error) {
 
 // track registers a started process for Shutdown; one started while
 // Shutdown ran is stopped at once.
-func (e *Executor) track(p *proc) {
+func (e *Engine) track(p *proc) {
 	e.mu.Lock()
 	closed := e.closed
 	e.procs[p] = struct{}{}
@@ -458,13 +540,13 @@ func (e *Executor) track(p *proc) {
 	}
 }
 
-func (e *Executor) untrack(p *proc) {
+func (e *Engine) untrack(p *proc) {
 	e.mu.Lock()
 	delete(e.procs, p)
 	e.mu.Unlock()
 }
 
-func (e *Executor) newCapture(owner, base string, streams bool) *capture {
+func (e *Engine) newCapture(owner, base string, streams bool) *capture {
 	return newCapture(captureOpts{
 		size: e.cfg.CaptureBytes, streams: streams, spills: e.spills,
 		owner: owner, base: base, spillCap: e.cfg.SpillCap, spillAfter: e.cfg.SpillAfter, log: e.log,

@@ -1,4 +1,4 @@
-package local
+package engine
 
 import (
 	"crypto/rand"
@@ -109,21 +109,9 @@ func ownerDirName(owner string) string {
 // 0600, O_EXCL|O_NOFOLLOW, in the owner's 0700 directory. It returns the
 // open file, its absolute path and its path relative to the spill root.
 func (s *spillDir) create(owner, base string) (f *os.File, abs, rel string, err error) {
-	dir := ownerDirName(owner)
-	if err := s.root.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, "", "", fmt.Errorf("spill owner dir: %w", err)
-	}
-	fi, err := s.root.Lstat(dir)
+	dir, err := s.ensureOwner(owner)
 	if err != nil {
-		return nil, "", "", fmt.Errorf("spill owner dir: %w", err)
-	}
-	if err := checkDir(filepath.Join(s.path, dir), fi, s.uid); err != nil {
 		return nil, "", "", err
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		if err := s.root.Chmod(dir, 0o700); err != nil {
-			return nil, "", "", fmt.Errorf("spill owner dir: %w", err)
-		}
 	}
 	for attempt := 0; ; attempt++ {
 		rel = dir + "/" + base + "-" + randomHex(8) + ".log"
@@ -135,6 +123,37 @@ func (s *spillDir) create(owner, base string) (f *os.File, abs, rel string, err 
 			return nil, "", "", fmt.Errorf("spill file: %w", err)
 		}
 	}
+}
+
+// ensureOwner creates (or verifies) owner's 0700 directory and returns its
+// name relative to the spill root.
+func (s *spillDir) ensureOwner(owner string) (string, error) {
+	dir := ownerDirName(owner)
+	if err := s.root.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("spill owner dir: %w", err)
+	}
+	fi, err := s.root.Lstat(dir)
+	if err != nil {
+		return "", fmt.Errorf("spill owner dir: %w", err)
+	}
+	if err := checkDir(filepath.Join(s.path, dir), fi, s.uid); err != nil {
+		return "", err
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		if err := s.root.Chmod(dir, 0o700); err != nil {
+			return "", fmt.Errorf("spill owner dir: %w", err)
+		}
+	}
+	return dir, nil
+}
+
+// ownerDir returns the absolute path of owner's directory, creating it.
+func (s *spillDir) ownerDir(owner string) (string, error) {
+	dir, err := s.ensureOwner(owner)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(s.path, dir), nil
 }
 
 // remove deletes a spill file given its root-relative path.

@@ -1,4 +1,4 @@
-package local
+package engine
 
 import (
 	"bytes"
@@ -205,7 +205,7 @@ func TestSpillDirRefusesHostile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			state := t.TempDir()
 			tc.plant(t, filepath.Join(state, "spill"))
-			_, err := New(Config{StateDir: state})
+			_, err := New(execSpawner{}, Config{StateDir: state})
 			if err == nil {
 				t.Fatal("New accepted a hostile spill directory")
 			}
