@@ -29,7 +29,10 @@ var layers = [][]string{
 	{"replay"},
 	{"tools"},
 	{"internal/permission"},
-	{"executor/local", "executor/sandbox", "executor/ssh", "executor/executortest", "executor/executorfake"},
+	{"executor/sandbox", "executor/ssh"},
+	{"executor/local"},
+	{"executor/executortest", "executor/executorfake"},
+	{"executor/engine"},
 	{"executor"},
 	{"internal/event", "internal/privdir"},
 	// Test helpers and this package import nothing of the project's.
