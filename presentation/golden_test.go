@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/executorfake"
 	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -40,44 +40,22 @@ type scriptedExec struct {
 	killErr error
 }
 
-func (s *scriptedExec) Resolve(req executor.Request) (executor.Spec, error) {
-	wd := req.Workdir
-	if !filepath.IsAbs(wd) {
-		wd = filepath.Join(req.SessionCwd, wd)
-	}
-	timeout := req.Timeout
-	if timeout == 0 {
-		timeout = 120 * time.Second
-	}
-	return executor.Spec{Command: req.Command, Workdir: wd, Timeout: min(timeout, 600*time.Second), Owner: req.Owner}, nil
+// fake is the shared fake executor answering as the script says.
+func (s *scriptedExec) fake() *executorfake.Executor {
+	f := executorfake.New()
+	f.Chunks, f.Result, f.RunErr = s.chunks, s.result, s.runErr
+	f.StartFunc = func(executor.Spec) (string, error) { return s.startID, nil }
+	f.ReadFunc = func(string, string) (executor.ReadResult, error) { return s.readRes, s.readErr }
+	f.KillFunc = func(string, string) (executor.KillResult, error) { return s.killRes, s.killErr }
+	return f
 }
 
-func (s *scriptedExec) Run(_ context.Context, _ executor.Spec, observe func(executor.Chunk)) (executor.Result, error) {
-	for _, c := range s.chunks {
-		observe(c)
-	}
-	return s.result, s.runErr
-}
-
-func (s *scriptedExec) Start(executor.Spec) (string, error) { return s.startID, nil }
-func (s *scriptedExec) Read(string, string) (executor.ReadResult, error) {
-	return s.readRes, s.readErr
-}
-func (s *scriptedExec) Kill(context.Context, string, string) (executor.KillResult, error) {
-	return s.killRes, s.killErr
-}
-func (s *scriptedExec) KillOwned(context.Context, string)         {}
-func (s *scriptedExec) OwnerOf(string) (string, bool)             { return "", false }
-func (s *scriptedExec) OnTaskDone(func(executor.TaskDone)) func() { return func() {} }
-func (s *scriptedExec) Shutdown(context.Context) error            { return nil }
 func out(stream executor.Stream, data string) executor.Chunk {
 	return executor.Chunk{Stream: stream, Data: []byte(data)}
 }
 func stdout(data string) executor.Chunk                    { return out(executor.Stdout, data) }
 func stderr(data string) executor.Chunk                    { return out(executor.Stderr, data) }
 func withDropped(c executor.Chunk, n int64) executor.Chunk { c.Dropped = n; return c }
-
-var _ executor.Executor = (*scriptedExec)(nil)
 
 // scenario is one tool call: run for real over a scripted executor, or (for
 // calls that never run) a recorded result.
@@ -237,7 +215,7 @@ func play(t *testing.T, sc scenario) golden {
 	if ex == nil {
 		ex = &scriptedExec{}
 	}
-	set := tools.NewBash(ex, sc.cfg)
+	set := tools.NewBash(ex.fake(), sc.cfg)
 	g := golden{Tool: sc.tool, Args: sc.args}
 	if sc.res != nil {
 		g.Result = *sc.res

@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/dsh-acp/dsh-acp/executor/executorfake"
 	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 func TestPresentCall(t *testing.T) {
-	set := tools.NewBash(&fakeExec{}, tools.Config{})
+	set := tools.NewBash(executorfake.New(), tools.Config{})
 	tests := []struct {
 		name, tool, args string
 		want             string // the intent as JSON
@@ -83,7 +84,7 @@ func TestPresentCall(t *testing.T) {
 }
 
 func TestPresentResult(t *testing.T) {
-	set := tools.NewBash(&fakeExec{}, tools.Config{})
+	set := tools.NewBash(executorfake.New(), tools.Config{})
 	fg := `{"command":"make","description":"Build"}`
 	tests := []struct {
 		name, tool, args string
