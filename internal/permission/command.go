@@ -47,7 +47,15 @@ func (a *analyzer) command(words []word, env envInfo, h how) {
 		}
 		return
 	}
-	switch name := programName(prog.text); name {
+	name := programName(prog.text)
+	if subscriptBuiltins[name] {
+		for _, w := range words[1:] {
+			if w.lit && strings.Contains(w.text, "[") && strings.ContainsAny(w.text, "$`") {
+				a.an.cannotJudge("%s %s: bash evaluates the subscript as code", name, quoteWord(w.text))
+			}
+		}
+	}
+	switch name {
 	case "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash":
 		a.shell(name, words, env, h)
 	case "eval":
@@ -65,6 +73,14 @@ func (a *analyzer) command(words []word, env envInfo, h how) {
 		}
 		a.plain(name, words, env, h)
 	}
+}
+
+// subscriptBuiltins are the builtins that take variable names, whose
+// subscripts bash evaluates (test -v 'a[$(cmd)]', read 'a[$(cmd)]').
+var subscriptBuiltins = map[string]bool{
+	"test": true, "[": true, "read": true, "printf": true, "unset": true, "wait": true, "mapfile": true,
+	"readarray": true, "getopts": true, "declare": true, "typeset": true, "local": true, "export": true,
+	"readonly": true, "let": true, "shift": true, "exit": true, "return": true, "break": true, "continue": true,
 }
 
 // substituted marks the words into which xargs -I or find -exec put

@@ -154,7 +154,7 @@ var classificationCases = []struct {
 	{cmd: "PATH=/tmp:$PATH go test", judge: true, want: "QAD"},
 	{cmd: "CGO_ENABLED=0 go test ./...", judge: true, want: "AAD"},
 	{cmd: "x=5; echo $x", ro: true, judge: true, want: "AAA"},
-	{cmd: "X=5; echo $X", judge: true, want: "AAD"},
+	{cmd: "X=5; echo $X", judge: true, want: "QAD"}, // an upper-case name not known harmless
 	{cmd: "export PATH=/tmp:$PATH; ls", judge: true, want: "QAD"},
 	{cmd: "declare -n ref=PATH", judge: true, want: "QAD"},
 

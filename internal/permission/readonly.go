@@ -464,7 +464,13 @@ func setReadOnly(name string, args []word, open bool) roResult {
 			}
 		case len(t) > 1 && (t[0] == '-' || t[0] == '+'):
 			for _, c := range t[1:] {
-				if !strings.ContainsRune("euxvfCn", c) {
+				switch {
+				case c == 'o' && i+1 < len(args):
+					i++
+					if !args[i].lit || !harmlessShellOptions[args[i].text] {
+						return notRO("set -o %s is not known to be harmless", args[i].text)
+					}
+				case !strings.ContainsRune("euxvfCn", c):
 					return notRO("set %c%c is not known to be harmless", t[0], c)
 				}
 			}
@@ -809,7 +815,7 @@ var goSubs = map[string]program{
 	"doc":     {spec: newSpec(styleGo, "-all -c -cmd -short -src -u -ex"), noFiles: true},
 	"list": {spec: newSpec(styleGo, "-f: -json:: -m -deps -test -e -find -tags: -mod: -modfile: -buildvcs: -reuse: -pgo: -race -trimpath"),
 		noFiles: true, check: func(name string, sc *scanned) string {
-			if v, ok := sc.value("-mod"); ok && (!v.lit || v.text != "readonly" && v.text != "vendor") {
+			if v, ok := sc.value("--mod"); ok && (!v.lit || v.text != "readonly" && v.text != "vendor") {
 				return name + " -mod=" + v.text + " may change go.mod"
 			}
 			return ""
