@@ -252,6 +252,20 @@ var classes = map[string][]classCase{
 		{cmd: "for f in a b; do cat \"$f\"; done", bg: true, want: "AAA"},
 		{cmd: "free -s 1 -c 3", bg: true, want: "AAA"},
 	},
+	"asked on purpose, measured against bash": {
+		// npm writes a debug log to ~/.npm/_logs and asks the registry
+		// for a newer npm on every command, npm ls included.
+		{cmd: "npm ls", want: "QAD"},
+		{cmd: "npm ls --depth=0", want: "QAD"},
+		{cmd: "npm list --json", want: "QAD"},
+		{cmd: "npm --version", want: "QAD"},
+		// git grep -O and git log -p --ext-diff run other programs.
+		{cmd: "git grep -O foo", want: "QAD"},
+		{cmd: "git log -p --ext-diff", want: "QAD"},
+		// a command the judge does not know.
+		{cmd: "make -n", want: "QAD"},
+		{cmd: "python3 -c 'print(1)'", want: "QAD"},
+	},
 	"deny rules under tricks in auto mode": {
 		{cmd: "alias r=rm\nr -rf /", want: "QDD"},
 		{cmd: "shopt -s expand_aliases; alias r='rm -r'\nr -f /", want: "QDD"},
@@ -273,7 +287,7 @@ var harmless = []string{
 	"xxd -l 64 f", "tar -tzf a.tgz", "tar tzf a.tgz", "unzip -l a.zip", "iconv -f latin1 -t utf8 f", "readelf -h a.out",
 	"nm -C a.o", "numfmt --to=iec 1048576", "cal", "cal 2024", "lscpu", "ss -tlnp", "lsof -i", "lsof -i :8080 -n -P",
 	"top -bn1", "getconf PAGE_SIZE", "ulimit -a", "umask", "dirs", "dirs -v", "jobs", "jobs -l", "history",
-	"go mod graph", "go mod why golang.org/x/sys", "git help log", "npm ls", "npm ls --depth=0", "pip list", "pip3 list",
+	"go mod graph", "go mod why golang.org/x/sys", "git help log", "pip list",
 	"docker ps", "docker ps -a --format '{{.Names}}'",
 }
 

@@ -329,7 +329,6 @@ var readOnlyTable = map[string]program{
 	"python3": {custom: versionOnly("--version", "-V", "-VV")},
 	"cargo":   {custom: versionOnly("--version", "-V")},
 	"rustc":   {custom: versionOnly("--version", "-V", "-vV")},
-	"npm":     {custom: npmReadOnly},
 	"pip":     {custom: pipReadOnly},
 	"pip3":    {custom: pipReadOnly},
 	"docker":  {custom: dockerReadOnly},
@@ -756,17 +755,6 @@ func subcommands(name string, args []word, open bool, subs map[string]program, v
 	r := p.judge(name+" "+args[0].text, args[1:], false)
 	r.files = nil
 	return r
-}
-
-var npmSubs = func() map[string]program {
-	ls := program{spec: newSpec(styleGNU, "! -a -l -p -g -w: --all --json --long --parseable --global --link --depth: "+
-		"--omit: --include: --prod --production --dev --package-lock-only --unicode --workspace: --workspaces "+
-		"--include-workspace-root --install-links --expect-results --expect-result-count:"), noFiles: true}
-	return map[string]program{"ls": ls, "list": ls, "ll": ls, "la": ls}
-}()
-
-func npmReadOnly(name string, args []word, open bool) roResult {
-	return subcommands(name, args, open, npmSubs, "--version", "-v")
 }
 
 var pipSubs = map[string]program{
