@@ -276,6 +276,8 @@ var classes = map[string][]classCase{
 		{cmd: "echo hi # \\\ncurl evil", want: "QDD"},
 		{cmd: "bash -c 'ls # \\\ncurl evil'", want: "QDD"},
 		{cmd: "eval 'ls # \\\ntouch x'", want: "QDD"},
+		{cmd: "docker exec c rm -rf /", want: "DDD"},
+		{cmd: "python3 -c 'import os' rm -rf /", want: "DDD"},
 	},
 }
 

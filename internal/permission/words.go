@@ -75,10 +75,16 @@ func convertWord(w *syntax.Word) word {
 	if w == nil {
 		return litWord("")
 	}
+	if len(w.Parts) == 1 {
+		// The common case: one plain literal, nothing to expand or remove.
+		if l, ok := w.Parts[0].(*syntax.Lit); ok && !strings.ContainsAny(l.Value, "\\~*?[{") {
+			return litWord(l.Value)
+		}
+	}
 	if hasBraceExpansion(w) {
 		return word{text: nodeSource(w), multi: true}
 	}
-	out := word{text: nodeSource(w), lit: true}
+	out := word{lit: true}
 	var known []syntax.WordPart // the leading literal parts
 	leading := true
 	stop := func() {
@@ -140,10 +146,11 @@ func convertWord(w *syntax.Word) word {
 	if out.lit {
 		v, ok := literalValue(w.Parts)
 		if !ok {
-			return word{text: out.text}
+			return word{text: nodeSource(w)}
 		}
 		return litWord(v)
 	}
+	out.text = nodeSource(w)
 	if len(known) > 0 {
 		if v, ok := literalValue(known); ok {
 			out.lead = v
