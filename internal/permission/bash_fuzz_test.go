@@ -392,8 +392,8 @@ func TestTableLinesAgainstBash(t *testing.T) {
 		}
 	}
 	for _, line := range lines {
-		if seen[line] || !Analyze(line).ReadOnly {
-			continue
+		if seen[line] || !Analyze(line).ReadOnly || !Judge(Request{Command: line}).Ends {
+			continue // the grammar covers lines that never end
 		}
 		seen[line] = true
 		t.Run(line, func(t *testing.T) {
