@@ -56,6 +56,15 @@ var (
 	sandboxErr  error
 )
 
+// TestMain removes the harness's template directory after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sandbox != nil {
+		os.RemoveAll(filepath.Dir(sandbox.template))
+	}
+	os.Exit(code)
+}
+
 // sandboxFor prepares the harness once per test binary; it skips (or
 // fails under CI=true) when bubblewrap cannot start.
 func sandboxFor(t testing.TB) *fuzzSandbox {
