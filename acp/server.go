@@ -60,6 +60,10 @@ type Config struct {
 	// UserRules is the user's permission rule file ("" for none); each
 	// session's project file is read from its cwd.
 	UserRules string
+	// TrustDir keeps the project rule files the user approved (see
+	// permission.TrustStore); empty means none is ever trusted, so project
+	// files contribute only their deny rules.
+	TrustDir string
 
 	// Auth, when set, offers terminal login and looks the model up again
 	// whenever a prompt needs it (see AuthConfig); Model is then the first
@@ -102,6 +106,7 @@ type Server struct {
 	updates *updateWriter // session/update notifications, bypassing the SDK's marshalling
 	turns   *turnRegistry
 	models  *models // the model client in force, shared by all sessions
+	trust   *permission.TrustStore
 
 	mu       sync.Mutex
 	caps     presentation.Caps
@@ -122,6 +127,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) error {
 		log:      cfg.Logger,
 		turns:    newTurnRegistry(),
 		models:   newModels(cfg),
+		trust:    permission.NewTrustStore(cfg.TrustDir),
 		sessions: map[string]*session{},
 	}
 	watched := newWatchedWriter(out)

@@ -79,7 +79,7 @@ func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
 	ss.present = s.presenter(id, cwd, s.updates, false)
 	ss.journalSink = newJournalSink(j, s.log, id, ss.present)
 	sink := fanout{ss.present, ss.journalSink}
-	ap := &approver{ss: ss, client: s.conn, tools: s.cfg.Tools, userRules: s.cfg.UserRules}
+	ap := &approver{ss: ss, client: s.conn, tools: s.cfg.Tools, userRules: s.cfg.UserRules, trust: s.trust}
 	ss.agent = agent.NewSession(id, cwd, s.models, s.cfg.Tools, sink, ap, s.cfg.Agent)
 	return ss
 }

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"syscall"
 
@@ -135,6 +136,7 @@ func serve(cfg config) error {
 		SDKLogger:   slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		MaxLine:     cfg.MaxLine,
 		UserRules:   userRulesPath(),
+		TrustDir:    filepath.Join(cfg.StateDir, "trust"),
 	})
 }
 
