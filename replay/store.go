@@ -31,8 +31,8 @@ func WithClock(now func() time.Time) Option {
 
 // OpenStore opens (creating it 0700 when missing) the sessions directory
 // under stateDir. It refuses (ErrUnsafe) a sessions directory that is a
-// symlink, not a directory, or owned by another user, and repairs its mode
-// to 0700. stateDir itself is created 0700 when missing and otherwise used
+// symlink, not a directory, owned by another user or writable by its group
+// or others, and repairs any other mode to 0700. stateDir itself is created 0700 when missing and otherwise used
 // as it is.
 func OpenStore(stateDir string, opts ...Option) (*Store, error) {
 	if stateDir == "" {
@@ -54,8 +54,9 @@ func OpenStore(stateDir string, opts ...Option) (*Store, error) {
 }
 
 // openPrivateDir creates dir 0700 when missing, checks that it is a real
-// directory this user owns (the opened directory, not just the path),
-// repairs its mode, and opens it as a root.
+// directory this user owns (the opened directory, not just the path) that
+// no one else may write, repairs its mode (e.g. 0755) to 0700, and opens
+// it as a root.
 func openPrivateDir(dir string) (*os.Root, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, err
@@ -72,6 +73,10 @@ func openPrivateDir(dir string) (*os.Root, error) {
 	}
 	if err := checkOwner(lst); err != nil {
 		return nil, err
+	}
+	if lst.Mode().Perm()&0o022 != 0 {
+		// Someone else may already have planted or swapped a journal.
+		return nil, fmt.Errorf("%w: %s is writable by its group or others (mode %04o)", ErrUnsafe, dir, lst.Mode().Perm())
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {

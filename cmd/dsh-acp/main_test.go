@@ -71,7 +71,7 @@ func TestReplaySubcommandByID(t *testing.T) {
 	if out, err := chat.CombinedOutput(); err != nil {
 		t.Fatalf("chat: %v\n%s", err, out)
 	}
-	files, _ := filepath.Glob(filepath.Join(state, "sessions", "*.jsonl"))
+	files, _ := filepath.Glob(filepath.Join(state, "chat", "sessions", "*.jsonl")) // chat sessions live apart from an editor's
 	if len(files) != 1 {
 		t.Fatalf("%d journals", len(files))
 	}
