@@ -120,7 +120,8 @@ func waitOutput(t *testing.T, out *acptest.LockedBuffer, want string) {
 }
 
 // Ctrl-C cancels the running turn (the command's card ends failed), and
-// the chat still exits 0 at the end of its input; a second Ctrl-C exits.
+// the chat still exits 0 at the end of its input (the terminal semantics of
+// Ctrl-C are TestChatCtrlCOnATerminal's).
 func TestChatCtrlCCancelsTheTurn(t *testing.T) {
 	bin := acptest.BuildBinary(t)
 	cmd := exec.Command(bin, "chat")

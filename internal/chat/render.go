@@ -1,7 +1,19 @@
 // Package chat is a small terminal client for ACP agents: it draws a
 // session's updates as a person would want to read them — streamed agent
 // text, each tool call as a titled card with its live output, a coloured exit
-// pill — and drives prompts, cancels and permission questions.
+// pill — and drives prompts, cancels and permission questions. Run is the
+// client (`dsh-acp chat`); Renderer is the one drawing, which `dsh-acp
+// replay` shares.
+//
+// # Known limits
+//
+//   - The terminal stays in cooked mode: line editing is the terminal's own,
+//     and what the user types during a turn is echoed into the drawing.
+//   - Ctrl-C arrives as SIGINT: two presses closer together than the
+//     process handles one signal count as one (the kernel does not queue
+//     standard signals).
+//   - A question takes the next whole line; a line typed earlier that
+//     answers it (a bare "y") is taken as the answer.
 package chat
 
 import (
