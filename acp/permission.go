@@ -16,6 +16,9 @@ import (
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
+// DeclinedByUser is the line a card shows when the user rejected its call.
+const DeclinedByUser = "declined by the user"
+
 // Permission option ids offered in session/request_permission.
 const (
 	optAllowOnce    = "allow_once"
@@ -129,7 +132,8 @@ func (a *approver) judgeCommand(ctx context.Context, s tools.Session, call event
 	loaded, err := permission.LoadTrustedRules(a.userRules, permission.ProjectRulesPath(s.Cwd), a.trust)
 	if err != nil {
 		a.ss.log.Warn("permission rules", zap.String("session", a.ss.id), zap.Error(err))
-		return denied(command, fmt.Sprintf("Not run: the permission rules cannot be read (%v). Fix the file or ask the user.", err))
+		return denied(command, fmt.Sprintf("Not run: the permission rules cannot be read (%v). Fix the file or ask the user.", err),
+			"denied: the permission rules cannot be read")
 	}
 	mode, allow := a.ss.perms.snapshot()
 	req := permission.Request{Mode: mode, Rules: loaded.Rules, SessionAllow: allow, Command: command,
@@ -139,7 +143,8 @@ func (a *approver) judgeCommand(ctx context.Context, s tools.Session, call event
 	case permission.Allow:
 		return agent.Approval{Verdict: agent.Allow, Decision: event.Decision{Subject: command, Verdict: event.VerdictAllow}}
 	case permission.Deny:
-		return denied(command, fmt.Sprintf("Not run: %s (permission mode %q). Do not retry it in another form; ask the user if it is needed.", v.Reason, mode))
+		return denied(command, fmt.Sprintf("Not run: %s (permission mode %q). Do not retry it in another form; ask the user if it is needed.", v.Reason, mode),
+			v.Reason)
 	}
 	var project *permission.ProjectFile
 	if loaded.NeedsApproval() {
@@ -158,22 +163,33 @@ func (a *approver) judgeOther(ctx context.Context, call event.ToolCall, need too
 	case need.Kind == tools.NeedRead || mode == permission.ModeAuto:
 		return agent.Approval{Verdict: agent.Allow, Decision: event.Decision{Subject: need.Subject, Verdict: event.VerdictAllow}}
 	case mode == permission.ModeReadOnly:
-		return denied(need.Subject, fmt.Sprintf("Not run: the %s tool may change things, and the session is in %q mode. Ask the user to switch modes if it is needed.", call.Name, mode))
+		return denied(need.Subject, fmt.Sprintf("Not run: the %s tool may change things, and the session is in %q mode. Ask the user to switch modes if it is needed.", call.Name, mode),
+			fmt.Sprintf("denied in %s mode: %s may change things", mode, call.Name))
 	}
 	return a.ask(ctx, call, need.Subject, nil, nil)
 }
 
-// denied is a refusal the model reads.
-func denied(subject, reason string) agent.Approval {
-	return agent.Approval{Verdict: agent.Deny, Reason: reason, Decision: event.Decision{Subject: subject, Verdict: event.VerdictDeny}}
+// denied is a refusal: reason is what the model reads, shown the short
+// line on the card.
+func denied(subject, reason, shown string) agent.Approval {
+	return agent.Approval{Verdict: agent.Deny, Reason: reason, UserReason: shown,
+		Decision: event.Decision{Subject: subject, Verdict: event.VerdictDeny}}
 }
 
-// ask shows the card as pending and asks the user; prefixes are the
-// command prefixes an always-allow answer may remember, and project, when
-// set, an unapproved project rule file whose allow rules would run the
-// call: the user may trust it.
-func (a *approver) ask(ctx context.Context, call event.ToolCall, subject string, prefixes []string, project *permission.ProjectFile) agent.Approval {
-	toolCall := a.ss.present.Asking(call.ID)
+// ask defers to the user: the loop opens the card pending, then the
+// returned Ask puts the question; prefixes are the command prefixes an
+// always-allow answer may remember, and project, when set, an unapproved
+// project rule file whose allow rules would run the call: the user may
+// trust it.
+func (a *approver) ask(_ context.Context, call event.ToolCall, subject string, prefixes []string, project *permission.ProjectFile) agent.Approval {
+	return agent.Approval{Verdict: agent.Ask, Ask: func(ctx context.Context) agent.Approval {
+		return a.question(ctx, call, subject, prefixes, project)
+	}}
+}
+
+// question asks the user about the call whose card is open and pending,
+// and marks it running again when allowed.
+func (a *approver) question(ctx context.Context, call event.ToolCall, subject string, prefixes []string, project *permission.ProjectFile) agent.Approval {
 	options := permissionOptions(prefixes)
 	if project != nil {
 		options = append([]sdk.PermissionOption{{OptionId: optTrustProject, Kind: sdk.PermissionOptionKindAllowAlways,
@@ -181,7 +197,7 @@ func (a *approver) ask(ctx context.Context, call event.ToolCall, subject string,
 	}
 	resp, err := a.client.RequestPermission(ctx, sdk.RequestPermissionRequest{
 		SessionId: sdk.SessionId(a.ss.id),
-		ToolCall:  toolCall,
+		ToolCall:  a.ss.present.Asking(call.ID),
 		Options:   options,
 	})
 	answer := outcomeOf(resp, err, ctx)
@@ -239,9 +255,11 @@ func (a *approver) apply(outcome string, prefixes []string) agent.Approval {
 	case "cancelled":
 		return agent.Approval{Verdict: agent.CancelTurn}
 	case "error":
-		return agent.Approval{Verdict: agent.Deny, Reason: "Not run: the permission request to the user failed."}
+		return agent.Approval{Verdict: agent.Deny, Reason: "Not run: the permission request to the user failed.",
+			UserReason: "not run: the permission question failed"}
 	}
-	return agent.Approval{Verdict: agent.Deny, Reason: "The user declined to run this command. Do not retry it; ask the user how to proceed."}
+	return agent.Approval{Verdict: agent.Deny, Reason: "The user declined to run this command. Do not retry it; ask the user how to proceed.",
+		UserReason: DeclinedByUser}
 }
 
 // permissionOptions are Allow once, Always allow (for the session and, to

@@ -136,15 +136,17 @@ func TestPermissionAskAllowOnce(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(p.cwd, "made-by-model")); err != nil {
 		t.Errorf("allowed command did not run: %v", err)
 	}
+	// The card opens pending (no spinner, no Stop button for a command
+	// that has not run), stays so until the answer, then runs.
 	c := p.card(t, "call_1")
-	statuses := []string{}
+	statuses := []string{c.open.Status}
 	for _, u := range c.updates {
 		if u.Status != "" {
 			statuses = append(statuses, u.Status)
 		}
 	}
 	if strings.Join(statuses, ",") != "pending,in_progress,completed" {
-		t.Errorf("card statuses %v", statuses)
+		t.Errorf("card statuses %v, want pending,in_progress,completed", statuses)
 	}
 	// The same prefix asks again: allow once remembers nothing.
 	p.runBash("call_2", "touch again")

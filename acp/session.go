@@ -28,6 +28,7 @@ type session struct {
 	// journalSink writes the session's events to its journal.
 	journalSink *journalSink
 	perms       *permissions
+	title       *titler
 	log         *zap.Logger
 
 	mu      sync.Mutex
@@ -77,8 +78,9 @@ func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
 	ss := &session{id: id, cwd: cwd, journal: j, updates: s.updates, log: s.log,
 		perms: &permissions{mode: s.cfg.DefaultMode}}
 	ss.present = s.presenter(id, cwd, s.updates, false)
+	ss.title = &titler{send: ss.send}
 	ss.journalSink = newJournalSink(j, s.log, id, ss.present)
-	sink := fanout{ss.present, ss.journalSink}
+	sink := fanout{ss.title, ss.present, ss.journalSink}
 	ap := &approver{ss: ss, client: s.conn, tools: s.cfg.Tools, userRules: s.cfg.UserRules, trust: s.trust}
 	ss.agent = agent.NewSession(id, cwd, s.models, s.cfg.Tools, sink, ap, s.cfg.Agent)
 	return ss
@@ -230,6 +232,13 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	ss := r.session()
 	r.finish()
 	ss.perms.restore(r.state)
+	if r.firstPrompt != nil {
+		if replayToClient {
+			ss.title.announce(*r.firstPrompt) // the title session/list shows, again
+		} else {
+			ss.title.done.Store(true) // resume sends nothing; the client has it
+		}
+	}
 	if gone := settler.RunningTasks(); len(gone) > 0 {
 		note := replay.GoneTasksNote(gone)
 		if replayToClient {
@@ -261,6 +270,7 @@ type reopening struct {
 	restore     *agent.Restorer // holds the session until finish
 	events      int
 	state       map[string]json.RawMessage // latest journaled value per key
+	firstPrompt *string                    // the first UserPrompt's text, once seen
 
 	drawQ    chan event.Event
 	drawDone chan struct{}
@@ -319,6 +329,9 @@ func (r *reopening) finish() {
 func (r *reopening) event(ev event.Event) error {
 	r.session()
 	r.events++
+	if p, ok := ev.(event.UserPrompt); ok && r.firstPrompt == nil {
+		r.firstPrompt = &p.Text
+	}
 	if r.drawQ != nil {
 		r.drawQ <- ev
 	} else {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -151,9 +152,47 @@ func scenarios() []scenario {
 			ex:   &scriptedExec{},
 		},
 		{
+			name: "foreground_spawn_failure", tool: "bash",
+			args: `{"command":"make","description":"Build"}`,
+			ex:   &scriptedExec{runErr: errors.New("fork/exec /bin/bash: resource temporarily unavailable")},
+		},
+		{
 			name: "declined", tool: "bash",
 			args: `{"command":"rm -rf build","description":"Remove the build directory"}`,
-			res:  &event.Result{Text: "The user rejected this command.", IsError: true, Declined: "rejected by the user"},
+			res: &event.Result{Text: "The user declined to run this command. Do not retry it; ask the user how to proceed.",
+				IsError: true, Declined: "declined by the user"},
+		},
+		{
+			name: "denied_read_only", tool: "bash",
+			args: `{"command":"touch notes.txt","description":"Create the notes file"}`,
+			res: &event.Result{Text: "Not run: denied in read-only mode, which runs only read-only commands: touch notes.txt: touch is not on the read-only list (permission mode \"read-only\"). Do not retry it in another form; ask the user if it is needed.",
+				IsError: true, Declined: "denied in read-only mode, which runs only read-only commands: touch notes.txt: touch is not on the read-only list"},
+		},
+		{
+			// As the loop records a call the user's cancel interrupted:
+			// the run's own result, marked (agent.cancelledResult).
+			name: "cancelled_running", tool: "bash",
+			args: `{"command":"npm test","description":"Run the tests"}`,
+			res: func() *event.Result {
+				r := tools.WithOutcome(event.Result{
+					Text:       "started\n[killed by signal: SIGTERM]\n[cancelled: the user stopped the turn while this call ran]",
+					IsError:    true,
+					CardOutput: "started\n",
+				}, tools.Outcome{Signal: "SIGTERM", TimeoutMs: 120000})
+				return &r
+			}(),
+		},
+		{
+			name: "cancelled_before", tool: "bash",
+			args: `{"command":"npm test","description":"Run the tests"}`,
+			res:  &event.Result{Text: "cancelled: the user stopped the turn before this call ran", IsError: true},
+		},
+		{
+			// As the settler closes a call a crash interrupted
+			// (replay.InterruptedText).
+			name: "interrupted", tool: "bash",
+			args: `{"command":"npm test","description":"Run the tests"}`,
+			res:  &event.Result{Text: "interrupted: the daemon stopped while this command ran", IsError: true},
 		},
 		{
 			name: "background_start", tool: "bash",

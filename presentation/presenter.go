@@ -119,15 +119,13 @@ func (p *Presenter) Emit(ev event.Event) {
 	}
 }
 
-// Asking marks the open call id as waiting for the user's answer (status
-// pending) and returns the tool call to show in the permission question:
-// the same title, kind and input as its card.
+// Asking returns the tool call to show in the permission question about
+// the open call id (its card opened pending: see event.ToolCall.Pending):
+// the same title, kind and input as its card, status pending.
 func (p *Presenter) Asking(id string) acp.ToolCallUpdate {
 	p.mu.Lock()
 	intent := p.cards[id].intent
 	p.mu.Unlock()
-	pending := acp.ToolCallStatusPending
-	p.opt.Send(acp.SessionUpdate{ToolCallUpdate: &acp.SessionToolCallUpdate{ToolCallId: acp.ToolCallId(id), Status: &pending}})
 	return PermissionToolCall(id, intent, p.opt.Caps)
 }
 
@@ -139,7 +137,11 @@ func (p *Presenter) Allowed(id string) {
 
 func (p *Presenter) openCard(e event.ToolCall) {
 	card := openCard{intent: p.opt.Cards.PresentCall(e.Name, e.Args)}
-	p.opt.Send(OpenCard(e.ID, card.intent, p.opt.Cwd, p.opt.Caps))
+	open := OpenCard(e.ID, card.intent, p.opt.Cwd, p.opt.Caps)
+	if e.Pending {
+		open.ToolCall.Status = acp.ToolCallStatusPending
+	}
+	p.opt.Send(open)
 	if !p.opt.Replay && card.intent.Card == tools.CardTerminal && p.opt.Caps.Terminal {
 		card.stream = newCardStream(p.opt.Flush, func(data string) {
 			if u, ok := CardOutput(e.ID, data, p.opt.Caps); ok {

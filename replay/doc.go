@@ -16,7 +16,7 @@
 //	session          id, cwd, created, daemonVersion (always the first record)
 //	user_prompt      text
 //	assistant        text, reasoning, toolCalls [{id, name, args|argsText|argsBytes}]
-//	tool_call        id, name, args|argsText|argsBytes, direct
+//	tool_call        id, name, args|argsText|argsBytes, direct, pending
 //	tool_result      id, name, args|argsText|argsBytes, result (a tools.Result)
 //	notice           text
 //	error            text

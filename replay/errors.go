@@ -12,8 +12,8 @@ var (
 	ErrBadID = errors.New("invalid session id")
 
 	// ErrUnsafe is returned when the sessions directory or a journal file
-	// is not safe to use: a symlink, not a directory or regular file, or
-	// owned by another user.
+	// is not safe to use: a symlink, not a directory or regular file,
+	// owned by another user, or (the directory) writable by others.
 	ErrUnsafe = errors.New("unsafe session storage")
 
 	// ErrNoHeader is returned when a journal holds no session header and

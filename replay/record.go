@@ -103,8 +103,9 @@ type wireRecord struct {
 
 	Name string `json:"name,omitempty"`
 	wireArgs
-	Direct bool        `json:"direct,omitempty"`
-	Result *wireResult `json:"result,omitempty"`
+	Direct  bool        `json:"direct,omitempty"`
+	Pending bool        `json:"pending,omitempty"`
+	Result  *wireResult `json:"result,omitempty"`
 
 	Subject string `json:"subject,omitempty"`
 	Verdict string `json:"verdict,omitempty"`
@@ -168,7 +169,7 @@ func fromEvent(ev event.Event, r *wireRecord) (bool, error) {
 			}
 		}
 	case event.ToolCall:
-		r.Type, r.ID, r.Name, r.wireArgs, r.Direct = typeToolCall, e.ID, e.Name, encodeArgs(e.Args), e.Direct
+		r.Type, r.ID, r.Name, r.wireArgs, r.Direct, r.Pending = typeToolCall, e.ID, e.Name, encodeArgs(e.Args), e.Direct, e.Pending
 	case event.ToolResult:
 		r.Type, r.ID, r.Name, r.wireArgs, r.Result = typeToolResult, e.ID, e.Name, encodeArgs(e.Args), encodeResult(e.Result)
 	case event.OutputCheckpoint:
@@ -205,7 +206,7 @@ func (r *wireRecord) toEvent() (ev event.Event, ok bool) {
 		}
 		return m, true
 	case typeToolCall:
-		return event.ToolCall{ID: r.ID, Name: r.Name, Args: r.raw(), Direct: r.Direct}, true
+		return event.ToolCall{ID: r.ID, Name: r.Name, Args: r.raw(), Direct: r.Direct, Pending: r.Pending}, true
 	case typeToolResult:
 		var res event.Result
 		if r.Result != nil {

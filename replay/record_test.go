@@ -40,6 +40,7 @@ func TestRoundTrip(t *testing.T) {
 		{"tool call html and separators", event.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage("{\"c\":\"a<b && c>d \u2028\u2029 \\u003c é\"}")}, `"args":{"c":"a<b && c>d`},
 		{"tool call invalid utf-8", event.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage("{\"c\":\"\xff\xfe\"}")}, `"argsBytes":"eyJjIjoi//4ifQ=="`},
 		{"direct call", event.ToolCall{ID: "d1", Name: "bash", Args: json.RawMessage(`{"command":"make"}`), Direct: true}, `"direct":true`},
+		{"asked call", event.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"make"}`), Pending: true}, `"pending":true`},
 		{"tool result every field", event.ToolResult{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"x"`), Result: full}, `"argsText":"{\"command\":\"x\""`},
 		{"tool result exit 0", event.ToolResult{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"true"}`), Result: tools.WithOutcome(event.Result{Text: ""}, tools.Outcome{ExitCode: intp(0)})}, `"result":{"text":"","payload":{"exitCode":0}}`},
 		{"notice", event.Notice{Text: "task bash-1 completed"}, `"type":"notice","text":"task bash-1 completed"`},

@@ -33,8 +33,8 @@ func WithClock(now func() time.Time) Option {
 
 // OpenStore opens (creating it 0700 when missing) the sessions directory
 // under stateDir. It refuses (ErrUnsafe) a sessions directory that is a
-// symlink, not a directory, or owned by another user, and repairs its mode
-// to 0700. stateDir itself is created 0700 when missing and otherwise used
+// symlink, not a directory, owned by another user or writable by its group
+// or others, and repairs any other mode to 0700. stateDir itself is created 0700 when missing and otherwise used
 // as it is.
 func OpenStore(stateDir string, opts ...Option) (*Store, error) {
 	if stateDir == "" {
@@ -56,10 +56,11 @@ func OpenStore(stateDir string, opts ...Option) (*Store, error) {
 }
 
 // openPrivateDir creates dir 0700 when missing, checks that it is a real
-// directory this user owns (the opened directory, not just the path),
-// repairs its mode, and opens it as a root.
+// directory this user owns (the opened directory, not just the path) that
+// no one else may write, repairs its mode (e.g. 0755) to 0700, and opens
+// it as a root.
 func openPrivateDir(dir string) (*os.Root, error) {
-	root, err := privdir.Open(dir, privdir.Repair)
+	root, err := privdir.Open(dir, privdir.RefuseWritable)
 	return root, asUnsafe(err)
 }
 

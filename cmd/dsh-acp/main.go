@@ -2,8 +2,9 @@
 // arguments it serves the Agent Client Protocol on stdin/stdout, running an
 // LLM loop whose tools run shell commands shown as live terminal cards.
 //
-// Subcommands: `chat` (a terminal client), `replay` (print a session),
-// `login` and `logout` (store or remove an API key), `--version`.
+// Subcommands: `chat` (a terminal client), `sessions` (list the sessions
+// chat can resume), `replay` (print a session), `login` and `logout` (store
+// or remove an API key), `--version`.
 package main
 
 import (
@@ -41,6 +42,8 @@ func run(args []string) int {
 			return runChat(args[1:])
 		case "replay":
 			return runReplay(args[1:])
+		case "sessions":
+			return runSessions(args[1:])
 		case "version", "--version":
 			printVersion(os.Stdout)
 			return 0
@@ -57,12 +60,22 @@ func run(args []string) int {
 	if cfg.Command != "" {
 		return runAuthCommand(cfg)
 	}
+	if isTerminal(os.Stdin) {
+		// A person, not an editor: say what this is instead of reading
+		// their typing as JSON-RPC.
+		fmt.Fprint(os.Stderr, bareHint)
+		return 2
+	}
 	if err := serve(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "dsh-acp:", err)
 		return 1
 	}
 	return 0
 }
+
+// bareHint is what `dsh-acp` run on a terminal prints.
+const bareHint = "dsh-acp is an ACP agent for editors such as Zed: it speaks JSON-RPC on stdin/stdout (see docs/zed.md).\n" +
+	"To use it from this terminal, run: dsh-acp chat\n"
 
 // serve wires the daemon and serves ACP on stdio until stdin closes, stdout
 // breaks, or SIGTERM/SIGINT/SIGHUP arrives.
@@ -82,6 +95,9 @@ func serve(cfg config) error {
 	// of killing the process; the server treats it as the end of the session.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 
+	if err := checkStateDir(cfg.StateDir); err != nil {
+		return err
+	}
 	models := newModelSource(cfg, log)
 	cred, model := models.current()
 	var secrets []string

@@ -71,7 +71,7 @@ func TestReplaySubcommandByID(t *testing.T) {
 	if out, err := chat.CombinedOutput(); err != nil {
 		t.Fatalf("chat: %v\n%s", err, out)
 	}
-	files, _ := filepath.Glob(filepath.Join(state, "sessions", "*.jsonl"))
+	files, _ := filepath.Glob(filepath.Join(state, "chat", "sessions", "*.jsonl")) // chat sessions live apart from an editor's
 	if len(files) != 1 {
 		t.Fatalf("%d journals", len(files))
 	}
@@ -120,7 +120,8 @@ func waitOutput(t *testing.T, out *acptest.LockedBuffer, want string) {
 }
 
 // Ctrl-C cancels the running turn (the command's card ends failed), and
-// the chat still exits 0 at the end of its input; a second Ctrl-C exits.
+// the chat still exits 0 at the end of its input (the terminal semantics of
+// Ctrl-C are TestChatCtrlCOnATerminal's).
 func TestChatCtrlCCancelsTheTurn(t *testing.T) {
 	bin := acptest.BuildBinary(t)
 	cmd := exec.Command(bin, "chat")

@@ -7,6 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -95,7 +97,8 @@ func overTheWire(u sdk.SessionUpdate) (sdk.SessionUpdate, error) {
 }
 
 // loadForReplay reads a journal by path, or by session id from the state
-// directory. It reads no configuration but where the state directory is.
+// directory (the editor's sessions, then the chat's). It reads no
+// configuration but where the state directory is.
 func loadForReplay(arg string, env envLookup) (*replay.Loaded, error) {
 	if _, err := os.Stat(arg); err == nil {
 		return replay.LoadFile(arg)
@@ -103,15 +106,31 @@ func loadForReplay(arg string, env envLookup) (*replay.Loaded, error) {
 	if replay.ValidID(arg) != nil {
 		return nil, fmt.Errorf("%q is neither a journal file nor a session id", arg)
 	}
-	dir := envOr(env, "DSH_STATE_DIR", defaultStateDir(env))
-	store, err := replay.OpenStore(dir)
+	stateDir := envOr(env, "DSH_STATE_DIR", defaultStateDir(env))
+	var dirs []string
+	for _, d := range []string{stateDir, chatStateDir(stateDir)} {
+		sessions := filepath.Join(d, "sessions")
+		dirs = append(dirs, sessions)
+		if _, err := os.Stat(sessions); err != nil {
+			continue // nothing to open, and nothing is created
+		}
+		l, err := loadFrom(d, arg)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return l, err
+		}
+	}
+	return nil, fmt.Errorf("no session %s in %s (dsh-acp sessions lists them)", arg, strings.Join(dirs, " or "))
+}
+
+// loadFrom loads session id from the store of stateDir.
+func loadFrom(stateDir, id string) (*replay.Loaded, error) {
+	if err := checkStateDir(stateDir); err != nil {
+		return nil, err
+	}
+	store, err := replay.OpenStore(stateDir)
 	if err != nil {
 		return nil, err
 	}
 	defer store.Close()
-	l, err := store.Load(arg)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no session %s in %s", arg, dir)
-	}
-	return l, err
+	return store.Load(id)
 }

@@ -149,7 +149,6 @@ func (s *Session) runCalls(ctx context.Context, calls []llm.ToolCall) (event.Sto
 			s.cancelCalls(calls[i:])
 			return event.Cancelled, true
 		}
-		s.record(call)
 		res, cancelTurn := s.runCall(ctx, call)
 		s.record(event.ToolResult{ID: call.ID, Name: call.Name, Args: call.Args, Result: res})
 		if cancelTurn {
@@ -174,41 +173,69 @@ func (s *Session) cancelCalls(calls []llm.ToolCall) {
 	}
 }
 
-// runCall checks, approves and runs one call. cancelTurn reports that the
-// turn must end (ctx cancelled, or the Approver said so).
+// runCall opens the card of one call, checks, approves and runs it.
+// cancelTurn reports that the turn must end (ctx cancelled, or the
+// Approver said so).
 func (s *Session) runCall(ctx context.Context, call event.ToolCall) (res event.Result, cancelTurn bool) {
 	tool, ok := s.box.Lookup(call.Name)
 	if !ok {
+		s.record(call)
 		return errorResult(fmt.Sprintf("unknown tool %q; the tools you can call are: %s",
 			call.Name, strings.Join(s.toolNames(), ", "))), false
 	}
 	if !isJSONObject(call.Args) {
+		s.record(call)
 		return errorResult(fmt.Sprintf("the arguments of this %s call are not a JSON object: %s\n"+
 			"Call the tool again with a JSON object that matches its schema.", call.Name, clipText(argsText(call.Args), 500))), false
 	}
-	if s.approver != nil {
-		a := s.approver.Approve(ctx, s.toolSession(), call)
-		if a.Decision.Verdict != "" {
-			d := a.Decision
-			d.ID, d.Reason = call.ID, a.Reason
-			s.record(d)
+	a := s.approve(ctx, call)
+	switch {
+	case ctx.Err() != nil || a.Verdict == CancelTurn:
+		return event.Result{Text: cancelledBefore, IsError: true}, true
+	case a.Verdict == Deny:
+		reason := a.Reason
+		if reason == "" {
+			reason = "the user declined to run this call"
 		}
-		switch {
-		case ctx.Err() != nil || a.Verdict == CancelTurn:
-			return event.Result{Text: cancelledBefore, IsError: true}, true
-		case a.Verdict == Deny:
-			reason := a.Reason
-			if reason == "" {
-				reason = "the user declined to run this call"
-			}
-			return event.Result{Text: reason, IsError: true, Declined: reason}, false
+		shown := a.UserReason
+		if shown == "" {
+			shown = reason
 		}
+		return event.Result{Text: reason, IsError: true, Declined: shown}, false
 	}
 	res = s.runTool(ctx, tool, call)
 	if ctx.Err() != nil {
 		return cancelledResult(res), true
 	}
 	return res, false
+}
+
+// approve opens call's card and decides it with the Approver: the card
+// opens pending when the user is asked, and stays so until the answer. The
+// decision is recorded after the card opened. The returned Verdict is never
+// Ask.
+func (s *Session) approve(ctx context.Context, call event.ToolCall) Approval {
+	if s.approver == nil {
+		s.record(call)
+		return Approval{Verdict: Allow}
+	}
+	a := s.approver.Approve(ctx, s.toolSession(), call)
+	if a.Verdict == Ask && a.Ask != nil {
+		call.Pending = true
+		s.record(call)
+		a = a.Ask(ctx)
+	} else {
+		s.record(call)
+	}
+	if a.Verdict == Ask { // an Approver that broke its contract runs nothing
+		a = Approval{Verdict: Deny, Reason: "Not run: the permission step gave no answer.", UserReason: "denied: the permission step gave no answer"}
+	}
+	if a.Decision.Verdict != "" {
+		d := a.Decision
+		d.ID, d.Reason = call.ID, a.Reason
+		s.record(d)
+	}
+	return a
 }
 
 // runTool runs a tool, streaming its output as ToolOutput events. A panic in

@@ -65,12 +65,15 @@ type CallInfo struct {
 }
 
 // ToolCall opens a tool call's card, before it runs. Direct marks a `!`
-// command typed by the user (no model involved).
+// command typed by the user (no model involved). Pending marks a call the
+// user is about to be asked about: its card opens pending (not running)
+// and stays so until the answer (a Decision follows).
 type ToolCall struct {
-	ID     string          `json:"id"`
-	Name   string          `json:"name"`
-	Args   json.RawMessage `json:"args"`
-	Direct bool            `json:"direct,omitempty"`
+	ID      string          `json:"id"`
+	Name    string          `json:"name"`
+	Args    json.RawMessage `json:"args"`
+	Direct  bool            `json:"direct,omitempty"`
+	Pending bool            `json:"pending,omitempty"`
 }
 
 // ToolOutput is live output for a running call's card (not journaled:
