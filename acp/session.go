@@ -220,6 +220,10 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	}
 	ss := r.session()
 	r.finish()
+	if r.drawFailed != nil {
+		ss.close(context.Background())
+		return nil, r.drawFailed
+	}
 	ss.present.cwd = ss.cwd
 	ss.perms.restore(r.state)
 	if gone := settler.RunningTasks(); len(gone) > 0 {
@@ -255,9 +259,10 @@ type reopening struct {
 	events      int
 	state       map[string]json.RawMessage // latest journaled value per key
 
-	drawQ    chan agent.Event
-	drawDone chan struct{}
-	batch    *lineBatch
+	drawQ      chan agent.Event
+	drawDone   chan struct{}
+	drawFailed error // the drawer panicked (see containDraw)
+	batch      *lineBatch
 }
 
 // session creates the session on first use, once the header named its cwd.
@@ -283,7 +288,11 @@ func (r *reopening) session() *session {
 // drawer presents queued events in order and folds them into the history.
 func (r *reopening) drawer(p *presenter) {
 	defer close(r.drawDone)
+	defer r.containDraw()
 	for ev := range r.drawQ {
+		if h := r.server.hooks.beforeDraw; h != nil {
+			h()
+		}
 		p.Emit(ev)
 		r.restore.Apply(ev)
 	}
