@@ -5,6 +5,7 @@ package acp
 // their replies, and which notifications the SDK's bounded queue may take.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -308,6 +309,8 @@ func (c *pendingCalls) abandonAll() {
 	}
 }
 
+var sdkNotificationPrefix = []byte(`{"jsonrpc":"2.0","method":`)
+
 // replyWatcher is the writer the SDK and the guard reply through: each Write
 // goes out, then a reply it carried marks its request answered — after the
 // write, so whatever waits for the reply comes after it on the wire.
@@ -326,8 +329,12 @@ func (r *replyWatcher) Write(p []byte) (int, error) {
 
 // replyID returns the id of the reply p carries, if p is one JSON-RPC
 // response (an id, no method). The SDK and the guard write one message per
-// Write; both write replies small enough to decode whole.
+// Write; both write replies small enough to decode whole. A notification
+// as the SDK marshals it (method right after jsonrpc) is skipped unread.
 func replyID(p []byte) (json.RawMessage, bool) {
+	if bytes.HasPrefix(p, sdkNotificationPrefix) {
+		return nil, false
+	}
 	var m struct {
 		ID     json.RawMessage `json:"id"`
 		Method *string         `json:"method"`

@@ -1,8 +1,9 @@
 // Package acp is the daemon's ACP side: it implements the SDK's Agent over a
 // guarded stdin, keeps the session registry, negotiates capabilities, binds
-// cancels to turns in wire order, and turns each session's agent events into
-// session/update notifications (through package presentation) and journal
-// records (through package replay).
+// each prompt to its own turn and each cancel to the prompts before it on
+// the wire, tracks every request until its reply is written, and turns each
+// session's agent events into session/update notifications (through package
+// presentation) and journal records (through package replay).
 package acp
 
 import (
@@ -50,7 +51,8 @@ type Config struct {
 	// (defaults 50 ms and 16 KiB).
 	CardFlushInterval time.Duration
 	CardFlushBytes    int
-	// ShutdownGrace bounds how long shutdown waits for processes to die.
+	// ShutdownGrace bounds how long shutdown waits for the replies to the
+	// requests already read and for processes to die (default 5 s).
 	ShutdownGrace time.Duration
 
 	// DefaultMode is a new session's permission mode (default ask).
