@@ -286,59 +286,62 @@ func TestRequestsReadBeforeEOFAreAnswered(t *testing.T) {
 }
 
 // Notification floods neither wedge nor close the connection: 200 000
-// session/cancel lines, then 20 000 unknown extension notifications, each
-// followed by requests that are answered; then the daemon exits at EOF.
+// session/cancel lines, or 20 000 unknown extension notifications, then
+// requests that are answered; then the daemon exits at EOF. The daemon runs
+// on one P, where the SDK's reading outruns its notification goroutine most.
 func TestNotificationFloodsKeepServing(t *testing.T) {
-	d := startDaemon(t, acptest.ZedCapabilities(), nil, "DSH_LOG_LEVEL=warn")
-	sid := d.newSession(t.TempDir())
 	floods := []struct {
 		name string
 		n    int
-		line func(i int) string
+		line func(sid string, i int) string
 	}{
-		{"session/cancel", 200_000, func(int) string { return rawCancel(sid) }},
-		{"unknown _x/ notifications", 20_000, func(i int) string {
+		{"session/cancel", 200_000, func(sid string, _ int) string { return rawCancel(sid) }},
+		{"unknown _x/ notifications", 20_000, func(_ string, i int) string {
 			return fmt.Sprintf(`{"jsonrpc":"2.0","method":"_x/noise","params":{"n":%d}}`+"\n", i)
 		}},
 	}
 	for _, f := range floods {
-		var b bytes.Buffer
-		for i := range f.n {
-			b.WriteString(f.line(i))
-		}
-		// A wedged daemon stops reading stdin: the write and the call then
-		// block for good, so they run aside and a timeout kills the daemon.
-		answered := make(chan error, 1)
-		go func() {
-			if err := d.WriteRaw(b.Bytes()); err != nil {
-				answered <- err
-				return
+		t.Run(f.name, func(t *testing.T) {
+			d := startDaemon(t, acptest.ZedCapabilities(), nil, "DSH_LOG_LEVEL=warn", "GOMAXPROCS=1")
+			sid := d.newSession(t.TempDir())
+			var b bytes.Buffer
+			for i := range f.n {
+				b.WriteString(f.line(sid, i))
 			}
-			var list struct {
-				Sessions []json.RawMessage `json:"sessions"`
+			// A wedged daemon stops reading stdin: the write and the call
+			// then block for good, so they run aside and a timeout kills it.
+			answered := make(chan error, 1)
+			go func() {
+				if err := d.WriteRaw(b.Bytes()); err != nil {
+					answered <- err
+					return
+				}
+				var list struct {
+					Sessions []json.RawMessage `json:"sessions"`
+				}
+				answered <- d.Call(context.Background(), "session/list", map[string]any{}, &list)
+			}()
+			select {
+			case err := <-answered:
+				if err != nil {
+					t.Fatalf("after %d %s: session/list: %v", f.n, f.name, err)
+				}
+			case <-time.After(30 * time.Second):
+				_ = syscall.Kill(d.Pid(), syscall.SIGKILL)
+				t.Fatalf("after %d %s: session/list not answered within 30s (daemon wedged; killed)", f.n, f.name)
 			}
-			answered <- d.Call(context.Background(), "session/list", map[string]any{}, &list)
-		}()
-		select {
-		case err := <-answered:
-			if err != nil {
-				t.Fatalf("after %d %s: session/list: %v", f.n, f.name, err)
+			if got := d.prompt(sid, "!echo still"); got != "end_turn" {
+				t.Fatalf("after %d %s: prompt ended %q", f.n, f.name, got)
 			}
-		case <-time.After(30 * time.Second):
-			_ = syscall.Kill(d.Pid(), syscall.SIGKILL)
-			t.Fatalf("after %d %s: session/list not answered within 30s (daemon wedged; killed)", f.n, f.name)
-		}
-		if got := d.prompt(sid, "!echo still"); got != "end_turn" {
-			t.Fatalf("after %d %s: prompt ended %q", f.n, f.name, got)
-		}
-	}
-	if err := d.CloseStdin(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := d.Wait(ctx); err != nil {
-		t.Fatalf("exit at EOF after the floods: %v", err)
+			if err := d.CloseStdin(); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := d.Wait(ctx); err != nil {
+				t.Fatalf("exit at EOF after the flood: %v", err)
+			}
+		})
 	}
 }
 
