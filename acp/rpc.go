@@ -27,6 +27,8 @@ type hooks struct {
 	// beforeDraw runs on the session/load drawing goroutine before each
 	// event is drawn.
 	beforeDraw func()
+	// sdkInput wraps what the SDK reads (the guard's forwarded lines).
+	sdkInput func(io.Reader) io.Reader
 }
 
 // observe runs on the guard's goroutine, in wire order, before the SDK sees

@@ -309,3 +309,57 @@ func TestReplayPanicAnswersInternalError(t *testing.T) {
 		t.Fatalf("serve: %v", err)
 	}
 }
+
+// failingReader passes its first read through, then fails. (The first
+// read returns only once the guard runs, after the connection is wired.)
+type failingReader struct {
+	r    io.Reader
+	read bool
+}
+
+func (f *failingReader) Read(p []byte) (int, error) {
+	if f.read {
+		return 0, errors.New("injected read error")
+	}
+	f.read = true
+	return f.r.Read(p)
+}
+
+// When the SDK's side of the connection ends while stdin stays open, serve
+// shuts down as on EOF instead of serving nobody (and the guard, left
+// forwarding to a reader nobody drains, does not hold it up).
+func TestServeEndsWhenTheSDKConnectionEnds(t *testing.T) {
+	state := t.TempDir()
+	store, err := replay.OpenStore(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := local.New(local.Config{StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Lines the SDK took but never dispatched are never answered: shutdown
+	// waits for them ShutdownGrace at most.
+	cfg := Config{Executor: ex, Tools: tools.NewSet(ex, tools.Config{}), Store: store, ShutdownGrace: time.Second}
+	h := hooks{sdkInput: func(r io.Reader) io.Reader { return &failingReader{r: r} }}
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	served := make(chan error, 1)
+	go func() { served <- serve(context.Background(), inR, io.Discard, cfg, h) }()
+	// The SDK's second read fails; these lines keep the guard forwarding.
+	go func() {
+		for i := 0; ; i++ {
+			if _, err := fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":%d,"method":"session/list","params":{}}`+"\n", i); err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve still running 20s after the SDK's connection ended")
+	}
+}

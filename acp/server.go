@@ -113,7 +113,9 @@ type Server struct {
 // write, or a hang-up seen without writing), the SDK's connection ends, or
 // ctx ends. It then cancels every turn, answers every request already read
 // (unless out is gone), kills every process the daemon started and closes
-// the journals, all within ShutdownGrace. It returns nil on a clean end.
+// the journals, all within ShutdownGrace (a request the SDK read but never
+// dispatched, because its connection failed, is waited for that long). It
+// returns nil on a clean end.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) error {
 	return serve(ctx, in, out, cfg, hooks{})
 }
@@ -137,7 +139,11 @@ func serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config, h hooks
 	// The guard holds input back until Run: the connection must be wired
 	// before the SDK reads its first line.
 	s.updates = newUpdateWriter(o)
-	s.conn = sdk.NewAgentSideConnection(s, replies, guard.Reader())
+	var sdkIn io.Reader = guard.Reader()
+	if h.sdkInput != nil {
+		sdkIn = h.sdkInput(sdkIn)
+	}
+	s.conn = sdk.NewAgentSideConnection(s, replies, sdkIn)
 	s.conn.SetLogger(cfg.SDKLogger)
 	s.stopNotices = tools.WatchCompletions(cfg.Executor, s.deliverNotice)
 	gctx, stopGuard := context.WithCancel(ctx)
