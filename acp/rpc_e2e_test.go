@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
+	"github.com/dsh-acp/dsh-acp/internal/eventually"
 )
 
 // rawPrompt is a session/prompt line with a numeric id.
@@ -444,7 +445,10 @@ func TestClosedStdoutIsNoticedWithoutAWrite(t *testing.T) {
 	_ = json.Unmarshal(next(has(`"id":"n"`)), &r)
 	fmt.Fprint(in, rawPrompt(1, r.Result.SessionID, "!export M="+marker+"; sleep 300"))
 	next(has(`"tool_call"`))
-	waitMarkedProcs(t, marker, 1)
+	eventually.True(t, 10*time.Second, func() bool {
+		procs, err := acptest.ProcsWithMarker(marker)
+		return err == nil && len(procs) > 0
+	}, "the command's process never appeared")
 
 	// Close the read end: nothing reads stdout any more. The reader
 	// goroutine ends with an error on the closed file.
