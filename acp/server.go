@@ -1,13 +1,13 @@
 // Package acp is the daemon's ACP side: it implements the SDK's Agent over a
 // guarded stdin, keeps the session registry, negotiates capabilities, binds
-// cancels to turns in wire order, and turns each session's agent events into
-// session/update notifications (through package presentation) and journal
-// records (through package replay).
+// each prompt to its own turn and each cancel to the prompts before it on
+// the wire, tracks every request until its reply is written, and turns each
+// session's agent events into session/update notifications (through package
+// presentation) and journal records (through package replay).
 package acp
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -52,7 +52,8 @@ type Config struct {
 	// (defaults 50 ms and 16 KiB).
 	CardFlushInterval time.Duration
 	CardFlushBytes    int
-	// ShutdownGrace bounds how long shutdown waits for processes to die.
+	// ShutdownGrace bounds how long shutdown waits for the replies to the
+	// requests already read and for processes to die (default 5 s).
 	ShutdownGrace time.Duration
 
 	// DefaultMode is a new session's permission mode (default ask).
@@ -107,6 +108,9 @@ type Server struct {
 	turns   *turnRegistry
 	models  *models // the model client in force, shared by all sessions
 	trust   *permission.TrustStore
+	calls   *pendingCalls     // requests let through, until their replies are written
+	gate    *notificationGate // what the SDK's notification queue may take
+	hooks   hooks
 
 	mu       sync.Mutex
 	caps     presentation.Caps
@@ -117,10 +121,19 @@ type Server struct {
 	stopNotices func()
 }
 
-// Serve speaks ACP on in/out until in reaches EOF (or ctx ends), then cancels
-// every turn, kills every process the daemon started and closes the
-// journals. It returns nil on a clean end of input.
+// Serve speaks ACP on in/out until in reaches EOF, out is gone (a failed
+// write, or a hang-up seen without writing), the SDK's connection ends, or
+// ctx ends. It then cancels every turn, answers every request already read
+// (unless out is gone), kills every process the daemon started and closes
+// the journals, all within ShutdownGrace (a request the SDK read but never
+// dispatched, because its connection failed, is waited for that long). It
+// returns nil on a clean end.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) error {
+	return serve(ctx, in, out, cfg, hooks{})
+}
+
+// serve is Serve with test hooks.
+func serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config, h hooks) error {
 	cfg.defaults()
 	s := &Server{
 		cfg:      cfg,
@@ -128,30 +141,74 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) error {
 		turns:    newTurnRegistry(),
 		models:   newModels(cfg),
 		trust:    permission.NewTrustStore(cfg.TrustDir),
+		calls:    newPendingCalls(),
+		gate:     newNotificationGate(cfg.Logger),
+		hooks:    h,
 		sessions: map[string]*session{},
 	}
-	watched := newWatchedWriter(out)
-	w := ingress.NewLockedWriter(watched)
-	guard := ingress.New(in, w, ingress.Options{MaxLine: cfg.MaxLine, Observe: s.observe, Logger: cfg.Logger})
-	// The guard holds input back until Start: the connection must be wired
+	o := newOutput(out, cfg.Logger)
+	defer o.close()
+	replies := &replyWatcher{w: o, calls: s.calls}
+	guard := ingress.New(in, replies, ingress.Options{MaxLine: cfg.MaxLine, Observe: s.observe, Logger: cfg.Logger})
+	// The guard holds input back until Run: the connection must be wired
 	// before the SDK reads its first line.
-	s.updates = newUpdateWriter(w)
-	s.conn = sdk.NewAgentSideConnection(s, w, guard.Reader())
+	s.updates = newUpdateWriter(o)
+	var sdkIn io.Reader = guard.Reader()
+	if h.sdkInput != nil {
+		sdkIn = h.sdkInput(sdkIn)
+	}
+	s.conn = sdk.NewAgentSideConnection(s, replies, sdkIn)
 	s.conn.SetLogger(cfg.SDKLogger)
 	s.stopNotices = tools.WatchCompletions(cfg.Executor, s.deliverNotice)
-	go guard.Run(ctx)
+	gctx, stopGuard := context.WithCancel(ctx)
+	defer stopGuard()
+	go guard.Run(gctx)
+	// Without stdout no reply can go out: nothing waits for one any more.
+	served := make(chan struct{})
+	defer close(served)
+	go func() {
+		select {
+		case <-o.Broken():
+			s.calls.abandon()
+		case <-served:
+		}
+	}()
 
+	var why string
 	select {
 	case <-guard.Done():
+		why = "end of input"
+		if err := guard.Err(); err != nil {
+			why = err.Error()
+		}
+	case <-s.conn.Done():
+		why = "the SDK closed the connection"
 	case <-ctx.Done():
-	case <-watched.Broken():
+		why = "stopped"
+	case <-o.Broken():
+		why = "stdout closed"
 	}
+	// A guard still forwarding to a connection that ended would block.
+	stopGuard()
+	s.log.Info("shutting down", zap.String("reason", why))
 	return s.shutdown()
 }
 
-// shutdown cancels all turns, kills every process group and closes the
-// journals, bounded by ShutdownGrace.
+// shutdown cancels all turns, waits for the replies to every request
+// already read, kills every process group and closes the journals, all
+// bounded by ShutdownGrace.
 func (s *Server) shutdown() error {
+	s.turns.cancelAll()
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
+	defer cancel()
+	// Processes die while the cancelled turns answer.
+	killed := make(chan error, 1)
+	go func() { killed <- s.cfg.Executor.Shutdown(ctx) }()
+	if n := s.calls.wait(ctx); n > 0 {
+		s.log.Warn("exiting with requests unanswered", zap.Int("count", n))
+	}
+	s.calls.abandon()
+
 	s.mu.Lock()
 	s.closing = true
 	sessions := make([]*session, 0, len(s.sessions))
@@ -159,11 +216,7 @@ func (s *Server) shutdown() error {
 		sessions = append(sessions, ss)
 	}
 	s.mu.Unlock()
-
-	s.turns.cancelAll()
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
-	defer cancel()
-	err := s.cfg.Executor.Shutdown(ctx)
+	err := <-killed
 	s.stopNotices()
 	// The cancelled turns still record their last events (the killed
 	// command's result, the turn end) before the journals close.
@@ -172,29 +225,6 @@ func (s *Server) shutdown() error {
 		ss.close(ctx)
 	}
 	return err
-}
-
-// observe runs on the guard's goroutine, in wire order, before the SDK sees
-// the message.
-func (s *Server) observe(m ingress.Message) {
-	switch m.Method {
-	case sdk.AgentMethodSessionPrompt:
-		if m.ID == nil {
-			return
-		}
-		var p sdk.PromptRequest
-		if json.Unmarshal(m.Params, &p) != nil || p.Validate() != nil {
-			return // the SDK rejects it before any handler runs
-		}
-		s.turns.enqueue(string(p.SessionId))
-	case sdk.AgentMethodSessionCancel, sdk.AgentMethodSessionClose:
-		var p struct {
-			SessionID string `json:"sessionId"`
-		}
-		if json.Unmarshal(m.Params, &p) == nil && p.SessionID != "" {
-			s.turns.cancelSession(p.SessionID)
-		}
-	}
 }
 
 // guarded turns a handler panic into -32603 for that request alone.
@@ -215,14 +245,13 @@ func invalidParams(format string, args ...any) error {
 // Initialize negotiates the protocol version and capabilities.
 func (s *Server) Initialize(ctx context.Context, p sdk.InitializeRequest) (resp sdk.InitializeResponse, err error) {
 	defer guarded(s.log, "initialize", &err)
-	s.mu.Lock()
-	s.caps = presentation.CapsFrom(p.ClientCapabilities)
-	s.mu.Unlock()
+	// The capabilities were recorded in wire order by observe.
+	caps := presentation.CapsFrom(p.ClientCapabilities)
 	version := sdk.ProtocolVersion(sdk.ProtocolVersionNumber)
 	if p.ProtocolVersion < version && p.ProtocolVersion >= 1 {
 		version = p.ProtocolVersion
 	}
-	s.log.Info("initialize", zap.Int("clientVersion", int(p.ProtocolVersion)), zap.Bool("terminalOutput", s.caps.Terminal))
+	s.log.Info("initialize", zap.Int("clientVersion", int(p.ProtocolVersion)), zap.Bool("terminalOutput", caps.Terminal))
 	return sdk.InitializeResponse{
 		ProtocolVersion: version,
 		AgentInfo:       &sdk.Implementation{Name: s.cfg.Name, Version: s.cfg.Version},
@@ -331,13 +360,16 @@ func (s *Server) session(id sdk.SessionId) (*session, error) {
 }
 
 // Prompt runs one turn. Its context comes from the turn registry, not the
-// SDK, so a cancel applies to the turn that was in flight when it arrived.
+// SDK: a cancel applies to exactly the prompts before it on the wire.
 func (s *Server) Prompt(_ context.Context, p sdk.PromptRequest) (resp sdk.PromptResponse, err error) {
 	defer guarded(s.log, "session/prompt", &err)
-	// Claim the turn the guard enqueued first, so it never lingers, however
-	// this request ends.
-	ctx, release := s.turns.claim(string(p.SessionId))
-	defer release()
+	// Claim this request's own turn (by the token the guard stamped), so it
+	// never lingers, however this request ends; then let the session's
+	// previous prompt be answered first.
+	t := s.turns.claim(string(p.SessionId), p.Meta)
+	defer t.release()
+	t.waitPrevious()
+	ctx := t.ctx
 	ss, err := s.session(p.SessionId)
 	if err != nil {
 		return resp, err
@@ -359,8 +391,12 @@ func (s *Server) Prompt(_ context.Context, p sdk.PromptRequest) (resp sdk.Prompt
 	return sdk.PromptResponse{StopReason: sdk.StopReason(reason)}, nil
 }
 
-// Cancel is handled in wire order by observe; the SDK's call is a no-op.
-func (s *Server) Cancel(ctx context.Context, p sdk.CancelNotification) error { return nil }
+// Cancel is handled in wire order by observe; the SDK's call only frees the
+// cancel's place in the notification gate.
+func (s *Server) Cancel(ctx context.Context, p sdk.CancelNotification) error {
+	s.gate.cancelHandled(string(p.SessionId))
+	return nil
+}
 
 // CloseSession cancels the session's turn, kills its tasks and frees it.
 func (s *Server) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (resp sdk.CloseSessionResponse, err error) {

@@ -231,6 +231,10 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	}
 	ss := r.session()
 	r.finish()
+	if r.drawFailed != nil {
+		ss.close(context.Background())
+		return nil, r.drawFailed
+	}
 	ss.perms.restore(r.state)
 	if r.firstPrompt != nil {
 		if replayToClient {
@@ -272,9 +276,10 @@ type reopening struct {
 	state       map[string]json.RawMessage // latest journaled value per key
 	firstPrompt *string                    // the first UserPrompt's text, once seen
 
-	drawQ    chan event.Event
-	drawDone chan struct{}
-	batch    *lineBatch
+	drawQ      chan event.Event
+	drawDone   chan struct{}
+	drawFailed error // the drawer panicked (see containDraw)
+	batch      *lineBatch
 }
 
 // session creates the session on first use, once the header named its cwd.
@@ -300,7 +305,11 @@ func (r *reopening) session() *session {
 // drawer presents queued events in order and folds them into the history.
 func (r *reopening) drawer(p *presentation.Presenter) {
 	defer close(r.drawDone)
+	defer r.containDraw()
 	for ev := range r.drawQ {
+		if h := r.server.hooks.beforeDraw; h != nil {
+			h()
+		}
 		p.Emit(ev)
 		r.restore.Apply(ev)
 	}
