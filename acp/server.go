@@ -472,7 +472,13 @@ func (s *Server) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) 
 
 // deliverNotice queues a background task's completion notice on its owning
 // session; false drops it (the session is gone).
-func (s *Server) deliverNotice(owner, text string) bool {
+func (s *Server) deliverNotice(owner, text string) (delivered bool) {
+	defer func() { // an executor goroutine: contain a panic, drop the notice
+		if p := recover(); p != nil {
+			s.log.Error("notice delivery panicked", zap.String("session", owner), zap.Any("panic", p))
+			delivered = false
+		}
+	}()
 	s.mu.Lock()
 	ss, ok := s.sessions[owner]
 	s.mu.Unlock()

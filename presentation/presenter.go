@@ -223,8 +223,12 @@ func (s *cardStream) size() int {
 
 // run sends pending output when the interval since the last send has passed,
 // or at once when a full batch is waiting.
+//
+// A panic in write stops the pump (what is pending goes out with the
+// card's final update) instead of ending the daemon.
 func (s *cardStream) run() {
 	defer close(s.done)
+	defer func() { _ = recover() }()
 	var last time.Time
 	for {
 		select {

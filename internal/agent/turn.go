@@ -254,7 +254,7 @@ func (s *Session) runTool(ctx context.Context, tool tools.Tool, call event.ToolC
 		ID:      call.ID,
 		Args:    call.Args,
 		Session: s.toolSession(),
-		Output:  func(data string) { s.sink.Emit(event.ToolOutput{ID: call.ID, Data: data}) },
+		Output:  s.outputSink(call),
 	})
 }
 
@@ -294,4 +294,19 @@ func clipText(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
+// outputSink is the Output function of a tool call: each chunk goes to the
+// sink as ToolOutput. It runs on an executor's goroutine, so a panic in a
+// sink is contained here (logged, the chunk dropped) instead of ending the
+// daemon; the call's result still closes its card.
+func (s *Session) outputSink(call event.ToolCall) func(string) {
+	return func(data string) {
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("output sink panicked", zap.String("call", call.ID), zap.Any("panic", p))
+			}
+		}()
+		s.sink.Emit(event.ToolOutput{ID: call.ID, Data: data})
+	}
 }
