@@ -13,6 +13,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
+	"github.com/dsh-acp/dsh-acp/internal/eventually"
 )
 
 func TestMain(m *testing.M) {
@@ -218,11 +219,5 @@ func (d *daemon) count(sid, kind, substr string) int {
 // waitFor polls cond (which may call the daemon) until it holds.
 func (d *daemon) waitFor(cond func() bool) {
 	d.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			d.t.Fatal("condition not met within 20s")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	eventually.True(d.t, 20*time.Second, cond, "condition not met within 20s")
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
+	"github.com/dsh-acp/dsh-acp/internal/eventually"
 	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
@@ -349,17 +350,8 @@ func llmGate(t *testing.T, srv *llmtest.Server, hold func(n int)) string {
 
 // llmWaitFile waits until path exists (a command got that far).
 func llmWaitFile(t *testing.T, path string) {
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("%s never appeared", path)
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	t.Helper()
+	eventually.True(t, 15*time.Second, func() bool { _, err := os.Stat(path); return err == nil }, "%s never appeared", path)
 }
 
 // The model runs a foreground command, starts a background task, reads it,
@@ -691,13 +683,11 @@ func TestE2EModelCompletionNoticeMidTurn(t *testing.T) {
 	}
 	finished := llmTaskFinishedLine("bash-1")
 	go func() {
-		deadline := time.Now().Add(20 * time.Second)
-		for !strings.Contains(f.Stderr(), finished) {
-			if time.Now().After(deadline) {
-				t.Error("the task never finished")
-				return
-			}
-			time.Sleep(2 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if eventually.Poll(ctx, func() bool { return strings.Contains(f.Stderr(), finished) }) != nil {
+			t.Error("the task never finished")
+			return
 		}
 		if err := os.WriteFile(filepath.Join(f.cwd, "back.fifo"), []byte("ok\n"), 0o600); err != nil {
 			t.Error(err)

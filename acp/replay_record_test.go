@@ -19,6 +19,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
 	"github.com/dsh-acp/dsh-acp/internal/event"
+	"github.com/dsh-acp/dsh-acp/internal/eventually"
 	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/replay"
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -342,21 +343,15 @@ func killMarkedGroups(t *testing.T, marker string, skip ...int) int {
 // marker (none at all when n is 0).
 func waitMarkedProcs(t *testing.T, marker string, n int, skip ...int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		procs, err := acptest.ProcsWithMarker(marker)
-		if err != nil {
+	var procs []acptest.Proc
+	eventually.True(t, 10*time.Second, func() bool {
+		var err error
+		if procs, err = acptest.ProcsWithMarker(marker); err != nil {
 			t.Fatal(err)
 		}
 		procs = slices.DeleteFunc(procs, func(p acptest.Proc) bool { return slices.Contains(skip, p.PID) })
-		if n == 0 && len(procs) == 0 || n > 0 && len(procs) >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d processes carry the marker, want %d: %v", len(procs), n, procs)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return n == 0 && len(procs) == 0 || n > 0 && len(procs) >= n
+	}, "processes carrying the marker: want %d", n)
 }
 
 // noSurvivors fails the recording if a process the daemon started outlived

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
 	"github.com/dsh-acp/dsh-acp/internal/event"
+	"github.com/dsh-acp/dsh-acp/internal/eventually"
 	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/replay"
 )
@@ -48,20 +49,13 @@ func noLogLines(t *testing.T, screen string) {
 // waitProcs waits until n processes carry marker (the command runs).
 func waitProcs(t *testing.T, marker string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	eventually.True(t, 20*time.Second, func() bool {
 		procs, err := acptest.ProcsWithMarker(marker)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(procs) >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d processes with the marker, want %d", len(procs), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return len(procs) >= n
+	}, "fewer than %d processes with the marker", n)
 }
 
 // On a terminal: a one-line banner and a prompt marker; Ctrl-C at the

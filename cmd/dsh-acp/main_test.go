@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
+	"github.com/dsh-acp/dsh-acp/internal/eventually"
 )
 
 func TestMain(m *testing.M) {
@@ -110,13 +111,8 @@ func TestConfigFlagsAndEnvironment(t *testing.T) {
 // waitOutput polls until out contains want.
 func waitOutput(t *testing.T, out *acptest.LockedBuffer, want string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(out.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("output never showed %q:\n%s", want, out.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually.True(t, 20*time.Second, func() bool { return strings.Contains(out.String(), want) },
+		"output never showed %q:\n%s", want, out)
 }
 
 // Ctrl-C cancels the running turn (the command's card ends failed), and

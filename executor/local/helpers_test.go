@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	evt "github.com/dsh-acp/dsh-acp/internal/eventually"
 )
 
 // testGrace is the TERM→KILL grace used by tests that do not care about it.
@@ -55,14 +56,8 @@ func run(t *testing.T, e *Executor, spec executor.Spec) executor.Result {
 	return res
 }
 
-// eventually polls cond (which must not block) until it holds or d passes.
+// eventually waits until cond (which must not block) holds, or fails after d.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	evt.True(t, d, cond, "timed out waiting for %s", what)
 }
