@@ -136,7 +136,7 @@ func NewSpawner(cfg Config) (*Spawner, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	plain, err := local.NewSpawner(local.SpawnerConfig{Logger: log})
+	plain, err := local.NewSpawner(local.SpawnerConfig{Limits: cfg.Limits, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -293,3 +293,31 @@ func tempDir(t *testing.T) string {
 	}
 	return dir
 }
+
+// TestForkBombInSandbox: a fork bomb inside a sandbox hits the command's
+// pids limit where one can be set, and the result says so.
+func TestForkBombInSandbox(t *testing.T) {
+	requireBwrap(t)
+	limits := local.Limits{Pids: 64, TotalPids: 256}
+	sp, err := local.NewSpawner(local.SpawnerConfig{Limits: limits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := sp.LimitsUnavailable()
+	sp.Close()
+	if why != nil {
+		t.Skipf("no process limit can be set here: %v", why)
+	}
+	e := newTestExecutor(t, Config{Config: local.Config{Limits: limits, Grace: 100 * time.Millisecond}})
+	spec, _ := e.Resolve(executor.Request{Command: `bomb() { bomb | bomb & }; bomb; sleep 5`, SessionCwd: tempDir(t), Timeout: 3 * time.Second})
+	res, err := e.Run(context.Background(), spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.LimitHit != "pids" {
+		t.Errorf("LimitHit %q (exit %d %s)", res.LimitHit, res.ExitCode, res.Signal)
+	}
+	if after := run(t, e, executor.LevelWorkspace, tempDir(t), "echo alive"); string(after.Stdout) != "alive\n" {
+		t.Errorf("after the bomb: %q %q", after.Stdout, after.Stderr)
+	}
+}
