@@ -16,7 +16,8 @@
 // fresh /dev, its own /proc (so no /proc/<pid>/environ of the daemon, even
 // for root), a private /tmp and /run (no agent or docker sockets), HOME
 // read-only, ~/.cache (and $GOCACHE) as empty throwaway space, the
-// credential paths of Config.Hidden shown empty, and the state directory
+// credential paths of Config.Hidden hidden (directories empty, files
+// unopenable), and the state directory
 // hidden except the calling session's spill directory, shown read-only so a
 // result's full-output path can be read. The workspace (the session cwd) is
 // writable at the workspace levels and read-only at LevelReadOnly; inside

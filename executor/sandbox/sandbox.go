@@ -36,8 +36,9 @@ type Config struct {
 	// credential paths it hides; empty means $HOME. When set, commands get
 	// HOME=Home.
 	Home string
-	// Hidden are the paths shown empty (directories) or as /dev/null
-	// (files); nil means DefaultHidden(Home). The state directory is hidden
+	// Hidden are the paths hidden: a directory shows empty and read-only,
+	// a file cannot be opened (it is /dev/null on a nodev mount); nil means
+	// DefaultHidden(Home). The state directory is hidden
 	// in any case, except the calling session's spill directory.
 	Hidden []string
 	// Scratch are directories that become empty, writable and thrown away

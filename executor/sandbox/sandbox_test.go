@@ -116,7 +116,7 @@ func TestHiddenPaths(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	state := t.TempDir()
+	state := visibleDir(t) // outside /tmp: only the hiding keeps it from view
 	e := newTestExecutor(t, Config{Config: local.Config{StateDir: state}, Home: home})
 	if err := os.WriteFile(filepath.Join(state, "journal.jsonl"), []byte("planted journal\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -126,6 +126,9 @@ func TestHiddenPaths(t *testing.T) {
 	for _, cwd := range []string{ws, home} {
 		for _, level := range []executor.Level{executor.LevelReadOnly, executor.LevelWorkspace, executor.LevelWorkspaceNetwork} {
 			res := run(t, e, level, cwd, `cat ~/.ssh/id_rsa ~/.netrc ~/.config/gh/hosts.yml 2>&1; ls -A ~/.ssh; cat `+state+`/journal.jsonl 2>&1; echo end`)
+			if !strings.Contains(string(res.Stdout), "journal.jsonl: No such file") {
+				t.Errorf("%s in %s: the state directory is not hidden: %q", level, cwd, res.Stdout)
+			}
 			if strings.Contains(string(res.Stdout), "planted") || !strings.HasSuffix(string(res.Stdout), "end\n") {
 				t.Errorf("%s in %s: a hidden file showed: %q", level, cwd, res.Stdout)
 			}
