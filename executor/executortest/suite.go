@@ -54,6 +54,10 @@ type Options struct {
 	// contains marker, on the machine the executor runs commands on.
 	// Nil scans the local /proc.
 	Processes func(marker string) []string
+	// Kill kills the processes whose command line contains marker (the
+	// suite's cleanup of what an unconfined level let escape). Nil kills
+	// local processes.
+	Kill func(marker string)
 }
 
 // Run runs the whole suite with default Options.
@@ -65,6 +69,9 @@ func Run(t *testing.T, newExecutor func(t *testing.T) executor.Executor) {
 func RunOptions(t *testing.T, opts Options, newExecutor func(t *testing.T) executor.Executor) {
 	if opts.Processes == nil {
 		opts.Processes = Processes
+	}
+	if opts.Kill == nil {
+		opts.Kill = killMarked
 	}
 	s := &suite{opts: opts, newExecutor: newExecutor}
 	for _, tc := range []struct {

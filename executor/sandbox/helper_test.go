@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -35,6 +37,8 @@ func TestMain(m *testing.M) {
 		helperDaemon(os.Getenv(helperEnv))
 	case "secrets":
 		helperSecrets()
+	case "unprivileged":
+		helperUnprivileged()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown helper")
 		os.Exit(2)
@@ -104,6 +108,43 @@ func helperSecrets() {
 	os.Exit(0)
 }
 
+// helperUnprivileged checks, as whatever user it runs as, what the
+// unprivileged path must give: a usable sandbox, the TERM path, escapes
+// ended, the workspace writable and / not. One "name: ok" line per check.
+func helperUnprivileged() {
+	e := helperExecutor()
+	cwd, m := os.Getenv(helperCwdEnv), os.Getenv(helperCmdEnv)
+	check := func(name, command string, timeout time.Duration, ok func(executor.Result) bool) {
+		spec, err := e.Resolve(executor.Request{Command: command, SessionCwd: cwd, Timeout: timeout})
+		if err != nil {
+			helperFail(err)
+		}
+		res, err := e.Run(context.Background(), spec, nil)
+		if err != nil {
+			helperFail(err)
+		}
+		verdict := "ok"
+		if !ok(res) {
+			verdict = fmt.Sprintf("failed: %+v", res)
+		}
+		fmt.Printf("%s: %s\n", name, verdict)
+	}
+	check("uid", "id -u", time.Minute, func(r executor.Result) bool {
+		return strings.TrimSpace(string(r.Stdout)) == strconv.Itoa(os.Getuid())
+	})
+	check("term trapped", "trap 'exit 0' TERM; sleep "+m+" & wait", time.Second, func(r executor.Result) bool {
+		return r.TimedOut && r.ExitCode == 0 && r.Signal == ""
+	})
+	check("escape", "(setsid sleep "+m+" &); echo started", time.Minute, func(r executor.Result) bool {
+		return string(r.Stdout) == "started\n"
+	})
+	check("writes", "echo x > f && cat f && ! touch /etc/dsh-x 2>/dev/null", time.Minute, func(r executor.Result) bool {
+		return string(r.Stdout) == "x\n" && r.ExitCode == 0
+	})
+	_ = e.Shutdown(context.Background())
+	os.Exit(0)
+}
+
 // helper is a started daemon helper.
 type helper struct {
 	cmd  *exec.Cmd
@@ -113,10 +154,19 @@ type helper struct {
 
 func startHelper(t *testing.T, role, command string, extraEnv ...string) *helper {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+role, helperStateEnv+"="+t.TempDir(), helperHomeEnv+"="+testHome(t),
-		helperCmdEnv+"="+command, helperCwdEnv+"="+tempDir(t), "GORACE=atexit_sleep_ms=0")
+	return startHelperAs(t, nil, os.Args[0], role, command, t.TempDir(), testHome(t), tempDir(t), extraEnv...)
+}
+
+func startHelperAs(t *testing.T, cred *syscall.Credential, binary, role, command, state, home, cwd string, extraEnv ...string) *helper {
+	t.Helper()
+	cmd := exec.Command(binary, "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+role, helperStateEnv+"="+state, helperHomeEnv+"="+home,
+		helperCmdEnv+"="+command, helperCwdEnv+"="+cwd, "GORACE=atexit_sleep_ms=0")
 	cmd.Env = append(cmd.Env, extraEnv...)
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		cmd.Dir = cwd
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -304,4 +354,61 @@ func killMarked(marker string) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
+}
+
+// TestUnprivileged runs the sandbox as nobody (the tests themselves run as
+// root here): bwrap then starts as pid 1 of a pid namespace in a user
+// namespace of the daemon's own making.
+func TestUnprivileged(t *testing.T) {
+	requireBwrap(t)
+	if os.Geteuid() != 0 {
+		t.Skip("not root: every other test already runs the unprivileged path")
+	}
+	const nobody = 65534
+	dir, err := os.MkdirTemp("", "dsh-sandbox-nobody-") // t.TempDir's parent is closed to nobody
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	binary := filepath.Join(dir, "sandbox.test")
+	if err := copyFile(os.Args[0], binary); err != nil {
+		t.Fatal(err)
+	}
+	own := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Join(p, ".cache"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{p, filepath.Join(p, ".cache")} {
+			if err := os.Chown(q, nobody, nobody); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return p
+	}
+	m := newMarker()
+	h := startHelperAs(t, &syscall.Credential{Uid: nobody, Gid: nobody}, binary, "unprivileged", m, own("state"), own("home"), own("cwd"))
+	out, _ := readAll(h.out)
+	if err := h.cmd.Wait(); err != nil {
+		t.Fatalf("helper as nobody: %v; stderr %q", err, h.errb.String())
+	}
+	want := "uid: ok\nterm trapped: ok\nescape: ok\nwrites: ok\n"
+	if out != want {
+		t.Errorf("as nobody:\n%s\nwant\n%s(stderr %q)", out, want, h.errb.String())
+	}
+	if left := survivors(m, 2*time.Second); len(left) > 0 {
+		t.Errorf("as nobody, survivors: %v", left)
+		killMarked(m)
+	}
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o755)
 }
