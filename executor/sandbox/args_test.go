@@ -90,3 +90,32 @@ func TestWithin(t *testing.T) {
 		}
 	}
 }
+
+// FuzzArgs: whatever the (absolute) paths, bwrap sees the command only
+// after the first "--", and every option argument before it is a path or a
+// known value, never an option of its own.
+func FuzzArgs(f *testing.F) {
+	f.Add("/tmp/ws", "/tmp/ws/sub", "/home/u", "echo hi")
+	f.Add("/", "/--x", "/home/--bind", "-- --ro-bind / /")
+	f.Fuzz(func(t *testing.T, ws, wd, home, script string) {
+		if !strings.HasPrefix(ws, "/") || !strings.HasPrefix(wd, "/") || !strings.HasPrefix(home, "/") {
+			t.Skip()
+		}
+		for _, level := range []executor.Level{executor.LevelReadOnly, executor.LevelWorkspace, executor.LevelWorkspaceNetwork} {
+			argv := []string{"bash", "-c", script}
+			a := args(plan{Level: level, Workspace: ws, Workdir: wd, Home: home, Hidden: []hidden{{Path: home + "/.ssh", Dir: true}}, InfoFD: 4, Argv: argv})
+			sep := slices.Index(a, "--")
+			if sep < 0 || !slices.Equal(a[sep+1:], argv) {
+				t.Fatalf("the command is not alone after the first --: %q", a)
+			}
+			for i := 0; i < sep; i++ {
+				if strings.HasPrefix(a[i], "--") {
+					continue // an option; its arguments follow
+				}
+				if !strings.HasPrefix(a[i], "/") && a[i] != "ALL" && a[i] != "4" {
+					t.Fatalf("argument %q at %d is neither a path nor a known value: %q", a[i], i, a)
+				}
+			}
+		}
+	})
+}

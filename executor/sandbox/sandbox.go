@@ -342,6 +342,9 @@ func (s *Spawner) sysProcAttr() *syscall.SysProcAttr {
 
 // plan resolves the paths of one sandbox.
 func (s *Spawner) plan(spec executor.Spec, spillDir string, infoFD int, argv []string) (plan, error) {
+	if !filepath.IsAbs(spec.Workspace) {
+		return plan{}, fmt.Errorf("%w %q: the workspace is not an absolute path", executor.ErrWorkdir, spec.Workspace)
+	}
 	workspace, err := filepath.EvalSymlinks(spec.Workspace)
 	if err != nil {
 		return plan{}, fmt.Errorf("%w %q: %w", executor.ErrWorkdir, spec.Workspace, unwrapPath(err))
