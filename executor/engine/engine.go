@@ -480,6 +480,12 @@ func (e *Engine) access(id, caller string) (*task, error) {
 
 // prepare validates spec and builds the Command for the spawner.
 func (e *Engine) prepare(spec executor.Spec) (Command, error) {
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		return Command{}, executor.ErrClosed
+	}
 	level, err := e.checkLevel(spec.Level)
 	if err != nil {
 		return Command{}, err

@@ -352,7 +352,7 @@ func testEscapesAfterRun(t *testing.T, h *harness) {
 	if h.confined {
 		h.requireGone("a setsid'd job after Run at a confined level", escaped)
 	} else {
-		t.Cleanup(func() { killMarked(escaped) })
+		t.Cleanup(func() { h.opts.Kill(escaped) })
 	}
 }
 

@@ -54,6 +54,10 @@ type Options struct {
 	// contains marker, on the machine the executor runs commands on.
 	// Nil scans the local /proc.
 	Processes func(marker string) []string
+	// Kill kills the processes whose command line contains marker (the
+	// suite's cleanup of what an unconfined level let escape). Nil kills
+	// local processes.
+	Kill func(marker string)
 }
 
 // Run runs the whole suite with default Options.
@@ -64,7 +68,10 @@ func Run(t *testing.T, newExecutor func(t *testing.T) executor.Executor) {
 // RunOptions runs the whole suite.
 func RunOptions(t *testing.T, opts Options, newExecutor func(t *testing.T) executor.Executor) {
 	if opts.Processes == nil {
-		opts.Processes = localProcesses
+		opts.Processes = Processes
+	}
+	if opts.Kill == nil {
+		opts.Kill = killMarked
 	}
 	s := &suite{opts: opts, newExecutor: newExecutor}
 	for _, tc := range []struct {
@@ -270,9 +277,10 @@ func (h *harness) mkfifo() string {
 	return path
 }
 
-// localProcesses scans /proc for live processes whose command line holds
-// marker.
-func localProcesses(marker string) []string {
+// Processes scans the local /proc for live (not zombie) processes whose
+// command line holds marker, as "pid: command line" lines. It sees into
+// nested pid namespaces too. It is the default Options.Processes.
+func Processes(marker string) []string {
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	var out []string
 	for _, dir := range dirs {
@@ -296,7 +304,7 @@ func localProcesses(marker string) []string {
 
 // killMarked kills, as cleanup, what an unconfined executor let escape.
 func killMarked(marker string) {
-	for _, p := range localProcesses(marker) {
+	for _, p := range Processes(marker) {
 		var pid int
 		if _, err := fmt.Sscanf(p, "%d:", &pid); err == nil {
 			if proc, err := os.FindProcess(pid); err == nil {

@@ -144,7 +144,7 @@ func testTaskKill(t *testing.T, h *harness) {
 	if h.confined {
 		h.requireGone("a killed task's setsid'd job at a confined level", escaped)
 	} else {
-		t.Cleanup(func() { killMarked(escaped) })
+		t.Cleanup(func() { h.opts.Kill(escaped) })
 	}
 	if d := events.wait(t, id); d.Status != executor.Killed || d.Signal != "SIGKILL" {
 		t.Errorf("done %+v", d)
@@ -228,7 +228,7 @@ func testKillOwned(t *testing.T, h *harness) {
 	if h.confined {
 		h.requireGone("a setsid'd job after KillOwned at a confined level", escaped)
 	} else {
-		t.Cleanup(func() { killMarked(escaped) })
+		t.Cleanup(func() { h.opts.Kill(escaped) })
 	}
 	if r, _ := h.e.Read(b, "b"); r.Status != executor.Running {
 		t.Errorf("other owner's task: %v", r.Status)
@@ -315,7 +315,7 @@ func testShutdown(t *testing.T, h *harness) {
 	if h.confined {
 		h.requireGone("a setsid'd job after Shutdown at a confined level", escaped)
 	} else {
-		t.Cleanup(func() { killMarked(escaped) })
+		t.Cleanup(func() { h.opts.Kill(escaped) })
 	}
 	if r, _ := h.e.Read(id, ""); r.Status != executor.Killed {
 		t.Errorf("task after shutdown: %v", r.Status)

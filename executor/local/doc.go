@@ -19,6 +19,20 @@
 // as long as the Spawner: a parent-death signal is tied to the forking
 // thread, and executor/sandbox relies on bubblewrap's --die-with-parent.
 //
+// # Process limits
+//
+// Where the daemon can make a pids cgroup, every command (a sandboxed one
+// too) is born in one of its own, below one cgroup for all of the daemon's
+// commands: Limits.Pids per command (1024), Limits.TotalPids for all of them
+// (4096, at most half of pid_max), so the daemon keeps a reserve. On cgroup
+// v2 (pids enabled for the daemon's cgroup) the child is placed with
+// CLONE_INTO_CGROUP; on v1 the spawn thread moves into the command's cgroup
+// before the fork, so the child is born in it either way, with no window.
+// The next command's cgroup is made, and on v1 entered, right after each
+// fork, off the spawn's path. A command that hit its limit ends with
+// Exit.LimitHit "pids" (its forks failed with EAGAIN; it was not killed).
+// Spawner.LimitsUnavailable says why no limit applies when none can be set.
+//
 // Spawner.Prepare and Spawner.Start are the two halves of Spawn, exported so
 // a wrapping spawner can put a program in front of bash (see
 // executor/sandbox).
@@ -36,4 +50,8 @@
 // a cgroup catches it. If the daemon itself is SIGKILLed its process groups
 // live on. Root can still read a non-dumpable daemon's environment. Nothing
 // is confined: a command can read and write whatever the daemon's user can.
+// Without a writable pids cgroup (an unprivileged daemon on cgroup v1, or a
+// v2 cgroup whose pids controller is not delegated) commands run without a
+// process limit. On v1 a fork refused by the total limit is not reported as
+// the command's LimitHit.
 package local

@@ -58,6 +58,9 @@ type Config struct {
 	// SecretValues are values no command may see (the daemon's API key): a
 	// variable whose value contains one is dropped even if allowed.
 	SecretValues []string
+	// Limits bounds each command's processes where the daemon can make a
+	// pids cgroup (the zero value: the defaults).
+	Limits Limits
 	// Logger receives diagnostics (ids, pids, sizes; never output or
 	// commands). Nil means no logging.
 	Logger *zap.Logger
@@ -87,7 +90,7 @@ func (c Config) Engine() engine.Config {
 // verifies <StateDir>/spill (an unsafe existing directory is an error
 // wrapping engine.ErrUnsafeDir) and removes old spill files.
 func New(cfg Config) (*Executor, error) {
-	sp, err := NewSpawner(SpawnerConfig{Logger: cfg.Logger})
+	sp, err := NewSpawner(SpawnerConfig{Limits: cfg.Limits, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,7 @@ type Process struct {
 	out, err *os.File
 	feeds    []feed
 	keep     []io.Closer
+	cg       *commandCgroup // nil: no limit
 	log      *zap.Logger
 
 	mu     sync.Mutex
@@ -86,10 +87,19 @@ func (p *Process) Release() engine.Exit {
 	for _, c := range p.keep {
 		c.Close()
 	}
+	var limit string
+	if p.cg != nil {
+		if p.cg.hit() {
+			limit = "pids"
+		}
+		go p.cg.remove() // off the result's path: the cgroup is empty now
+	}
 	st := p.cmd.ProcessState
 	if st == nil {
 		p.log.Error("wait", zap.Int("pid", p.pid), zap.Error(err))
-		return engine.Exit{Code: -1}
+		return engine.Exit{Code: -1, LimitHit: limit}
 	}
-	return exitOf(st)
+	e := exitOf(st)
+	e.LimitHit = limit
+	return e
 }

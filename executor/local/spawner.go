@@ -30,6 +30,9 @@ const (
 
 // SpawnerConfig configures NewSpawner.
 type SpawnerConfig struct {
+	// Limits bounds each command's processes where a pids cgroup can be
+	// made (see Spawner.LimitsUnavailable).
+	Limits Limits
 	// Logger receives diagnostics; nil means none.
 	Logger *zap.Logger
 }
@@ -40,8 +43,10 @@ type SpawnerConfig struct {
 // parent-death signal a child arms (bubblewrap's --die-with-parent) is tied
 // to a thread that lives exactly as long as the Spawner.
 type Spawner struct {
-	bash string
-	log  *zap.Logger
+	bash      string
+	log       *zap.Logger
+	limits    *limiter // nil: no limit can be set here
+	limitsWhy error
 
 	reqs      chan func()
 	closeOnce sync.Once
@@ -64,16 +69,29 @@ func NewSpawner(cfg SpawnerConfig) (*Spawner, error) {
 		cfg.Logger = zap.NewNop()
 	}
 	s := &Spawner{bash: bash, log: cfg.Logger, reqs: make(chan func())}
+	if s.limits, s.limitsWhy = newLimiter(cfg.Limits, cfg.Logger); s.limitsWhy != nil {
+		cfg.Logger.Info("commands run without a process limit", zap.Error(s.limitsWhy))
+	}
 	go s.thread()
 	return s, nil
 }
+
+// LimitsUnavailable says why commands run without a process limit here
+// (no writable pids cgroup), or nil when Limits apply.
+func (s *Spawner) LimitsUnavailable() error { return s.limitsWhy }
 
 // thread runs every start on one locked OS thread. It never unlocks: when
 // Close ends it, the Go runtime terminates the thread.
 func (s *Spawner) thread() {
 	runtime.LockOSThread()
+	if s.limits != nil {
+		s.limits.prepare()
+	}
 	for f := range s.reqs {
 		f()
+	}
+	if s.limits != nil {
+		s.limits.close()
 	}
 }
 
@@ -216,8 +234,24 @@ func (s *Spawner) Start(l *Launch) (_ *Process, err error) {
 	// no controlling terminal, so /dev/tty prompts fail instead of hanging.
 	attr.Setsid = true
 	cmd.SysProcAttr = attr
-
-	err = s.onThread(cmd.Start)
+	var cg *commandCgroup
+	err = s.onThread(func() error {
+		if s.limits == nil {
+			return cmd.Start()
+		}
+		var err error
+		if cg, err = s.limits.take(); err != nil {
+			s.log.Warn("command runs without a process limit", zap.Error(err))
+			cg = nil
+		} else {
+			cg.apply(attr)
+		}
+		return cmd.Start()
+	}, func() {
+		if s.limits != nil {
+			s.limits.prepare()
+		}
+	})
 	// The child has its copies now (or never will).
 	outW.Close()
 	errW.Close()
@@ -228,6 +262,9 @@ func (s *Spawner) Start(l *Launch) (_ *Process, err error) {
 		l.stdin.Close()
 	}
 	if err != nil {
+		if cg != nil {
+			cg.remove()
+		}
 		outR.Close()
 		errR.Close()
 		for _, f := range l.close {
@@ -243,6 +280,7 @@ func (s *Spawner) Start(l *Launch) (_ *Process, err error) {
 		return nil, fmt.Errorf("start %s: %w", filepath.Base(l.Path), err)
 	}
 	p := newProcess(cmd, outR, errR, l.feeds, l.Keep, s.log)
+	p.cg = cg
 	for _, f := range p.feeds {
 		go func() {
 			_, _ = f.w.Write(f.data) // EPIPE when the child stops reading
@@ -252,15 +290,19 @@ func (s *Spawner) Start(l *Launch) (_ *Process, err error) {
 	return p, nil
 }
 
-// onThread runs start on the spawn thread and returns its error.
-func (s *Spawner) onThread(start func() error) error {
+// onThread runs start on the spawn thread and returns its error; then,
+// once the caller has its answer, the thread runs after.
+func (s *Spawner) onThread(start func() error, after func()) error {
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
 		return ErrSpawnerClosed
 	}
 	done := make(chan error, 1)
-	s.reqs <- func() { done <- start() }
+	s.reqs <- func() {
+		done <- start()
+		after()
+	}
 	s.mu.RUnlock()
 	return <-done
 }

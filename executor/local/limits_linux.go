@@ -1,0 +1,344 @@
+package local
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+)
+
+// Default process limits.
+const (
+	DefaultPids      = 1024
+	DefaultTotalPids = 4096
+)
+
+// Limits bounds the processes of commands. Zero fields take the defaults;
+// a negative field means no such limit.
+type Limits struct {
+	// Pids is the most processes and threads one command may have at once
+	// (DefaultPids). A fork past it fails with EAGAIN, and the result says
+	// LimitHit "pids".
+	Pids int
+	// TotalPids bounds all running commands together (DefaultTotalPids,
+	// and at most half of the kernel's pid_max), so the daemon and the rest
+	// of the machine keep a reserve however many commands run.
+	TotalPids int
+}
+
+// limiter puts each command in a pids cgroup of its own below one cgroup
+// for all of the daemon's commands: cgroup v2 (the child is born in it,
+// CLONE_INTO_CGROUP) where the pids controller is enabled for the daemon's
+// cgroup, else cgroup v1's pids hierarchy (the spawn thread moves into the
+// command's cgroup for the fork, so the child is born in it too).
+type limiter struct {
+	v2   bool
+	root string // the daemon's commands cgroup
+	home string // v1: where the spawn thread waits between forks (= root)
+	orig string // v1: the daemon's own pids cgroup
+	pids int
+	log  *zap.Logger
+
+	mu    sync.Mutex
+	next  int
+	ready *commandCgroup // prepared for the next fork; spawn thread only
+}
+
+// cgroupBase is where the cgroup hierarchies are mounted.
+const cgroupBase = "/sys/fs/cgroup"
+
+// newLimiter sets up the daemon's commands cgroup, or says why it cannot.
+func newLimiter(l Limits, log *zap.Logger) (*limiter, error) {
+	if l.Pids == 0 {
+		l.Pids = DefaultPids
+	}
+	if l.TotalPids == 0 {
+		l.TotalPids = DefaultTotalPids
+		if max := pidMax(); max > 0 {
+			l.TotalPids = min(l.TotalPids, max/2)
+		}
+	}
+	if l.Pids < 0 && l.TotalPids < 0 {
+		return nil, errors.New("no limit asked for")
+	}
+	v2dir, v1dir, err := ownCgroups()
+	if err != nil {
+		return nil, err
+	}
+	name := fmt.Sprintf("dsh-acp-%d-%s", os.Getpid(), randomName())
+	var reasons []string
+	if v2dir != "" {
+		if hasWord(filepath.Join(v2dir, "cgroup.subtree_control"), "pids") {
+			root := filepath.Join(v2dir, name)
+			if err := makeLimited(root, l.TotalPids); err == nil {
+				sweepStale(v2dir)
+				return &limiter{v2: true, root: root, pids: l.Pids, log: log}, nil
+			} else {
+				reasons = append(reasons, "cgroup v2: "+err.Error())
+			}
+		} else {
+			reasons = append(reasons, "cgroup v2: the pids controller is not enabled for "+v2dir)
+		}
+	}
+	if v1dir != "" {
+		root := filepath.Join(v1dir, name)
+		if err := makeLimited(root, l.TotalPids); err == nil {
+			sweepStale(v1dir)
+			return &limiter{root: root, home: root, orig: v1dir, pids: l.Pids, log: log}, nil
+		} else {
+			reasons = append(reasons, "cgroup v1 pids: "+err.Error())
+		}
+	}
+	if len(reasons) == 0 {
+		reasons = append(reasons, "no pids cgroup hierarchy is mounted")
+	}
+	return nil, errors.New(strings.Join(reasons, "; "))
+}
+
+// ownCgroups finds the daemon's cgroup directories: the v2 one and the v1
+// pids one (either may be "").
+func ownCgroups() (v2, v1 string, err error) {
+	f, err := os.Open("/proc/self/cgroup")
+	if err != nil {
+		return "", "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		switch {
+		case parts[0] == "0" && parts[1] == "":
+			for _, mnt := range []string{cgroupBase, filepath.Join(cgroupBase, "unified")} {
+				if _, err := os.Stat(filepath.Join(mnt, "cgroup.controllers")); err == nil {
+					v2 = filepath.Join(mnt, parts[2])
+					break
+				}
+			}
+		case inList(parts[1], "pids"):
+			if d := filepath.Join(cgroupBase, "pids", parts[2]); isDirPath(d) {
+				v1 = d
+			}
+		}
+	}
+	return v2, v1, sc.Err()
+}
+
+func inList(list, want string) bool {
+	for _, s := range strings.Split(list, ",") {
+		if s == want {
+			return true
+		}
+	}
+	return false
+}
+
+func isDirPath(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// makeLimited creates dir with pids.max set to max (no write when max < 0).
+func makeLimited(dir string, max int) error {
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	if max < 0 {
+		return nil
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(max)), 0); err != nil {
+		_ = os.Remove(dir)
+		return err
+	}
+	return nil
+}
+
+// sweepStale removes the commands cgroups of daemons that are gone.
+func sweepStale(parent string) {
+	entries, _ := os.ReadDir(parent)
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), "dsh-acp-")
+		pid, _, _ := strings.Cut(rest, "-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		if n, err := strconv.Atoi(pid); err != nil || n == os.Getpid() || unix.Kill(n, 0) == nil {
+			continue
+		}
+		removeTree(filepath.Join(parent, e.Name()))
+	}
+}
+
+// removeTree removes an (empty of processes) cgroup and its children.
+func removeTree(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() {
+			removeTree(filepath.Join(dir, e.Name()))
+		}
+	}
+	_ = os.Remove(dir)
+}
+
+func randomName() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func pidMax() int {
+	b, err := os.ReadFile("/proc/sys/kernel/pid_max")
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return n
+}
+
+func hasWord(path, word string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && inList(strings.ReplaceAll(strings.TrimSpace(string(b)), " ", ","), word)
+}
+
+// commandCgroup is one command's pids cgroup.
+type commandCgroup struct {
+	dir string
+	fd  int // v2: the directory, for CLONE_INTO_CGROUP; -1 otherwise
+}
+
+// create makes the next command's cgroup.
+func (l *limiter) create() (*commandCgroup, error) {
+	l.mu.Lock()
+	l.next++
+	dir := filepath.Join(l.root, "cmd-"+strconv.Itoa(l.next))
+	l.mu.Unlock()
+	if err := makeLimited(dir, l.pids); err != nil {
+		return nil, err
+	}
+	c := &commandCgroup{dir: dir, fd: -1}
+	if l.v2 {
+		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			_ = os.Remove(dir)
+			return nil, err
+		}
+		c.fd = fd
+	}
+	return c, nil
+}
+
+// apply sets up attr so the child is born in c (v2).
+func (c *commandCgroup) apply(attr *syscall.SysProcAttr) {
+	if c.fd >= 0 {
+		attr.UseCgroupFD, attr.CgroupFD = true, c.fd
+	}
+}
+
+// take returns the cgroup for the next command: the one prepared after
+// the previous fork (the spawn thread already in it, on v1), or a new one.
+// It runs on the spawn thread.
+func (l *limiter) take() (*commandCgroup, error) {
+	if c := l.ready; c != nil {
+		l.ready = nil
+		return c, nil
+	}
+	c, err := l.create()
+	if err != nil {
+		return nil, err
+	}
+	if err := l.enter(c); err != nil {
+		c.remove()
+		return nil, err
+	}
+	return c, nil
+}
+
+// prepare makes the next command's cgroup ahead of time, off the path of
+// a spawn; on v1 it moves the spawn thread into it, so the next child is
+// born there. It runs on the spawn thread, after a fork.
+func (l *limiter) prepare() {
+	if l.ready != nil {
+		return
+	}
+	c, err := l.create()
+	if err != nil {
+		l.log.Warn("cannot prepare a command cgroup", zap.Error(err))
+		l.leave()
+		return
+	}
+	if err := l.enter(c); err != nil {
+		l.log.Warn("cannot move the spawn thread into a command cgroup", zap.Error(err))
+		c.remove()
+		l.leave()
+		return
+	}
+	l.ready = c
+}
+
+// enter moves the spawn thread into c (v1; nothing to do on v2).
+func (l *limiter) enter(c *commandCgroup) error {
+	if l.v2 {
+		return nil
+	}
+	return os.WriteFile(filepath.Join(c.dir, "tasks"), []byte(strconv.Itoa(unix.Gettid())), 0)
+}
+
+// leave moves the spawn thread back to the daemon's commands cgroup (v1),
+// so a command cgroup it left can be removed.
+func (l *limiter) leave() {
+	if !l.v2 {
+		_ = os.WriteFile(filepath.Join(l.home, "tasks"), []byte(strconv.Itoa(unix.Gettid())), 0)
+	}
+}
+
+// hit reports whether a fork was refused by c's pids limit.
+func (c *commandCgroup) hit() bool {
+	b, err := os.ReadFile(filepath.Join(c.dir, "pids.events"))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if n, ok := strings.CutPrefix(line, "max "); ok {
+			return strings.TrimSpace(n) != "0"
+		}
+	}
+	return false
+}
+
+// remove frees c once its processes are gone (a failure leaves it for the
+// limiter's close).
+func (c *commandCgroup) remove() {
+	if c.fd >= 0 {
+		unix.Close(c.fd)
+		c.fd = -1
+	}
+	_ = os.Remove(c.dir)
+}
+
+// close removes the daemon's commands cgroup (and whatever command
+// cgroups are left and empty). It runs on the spawn thread, last, and moves
+// the thread back to the daemon's cgroup first.
+func (l *limiter) close() {
+	if l.ready != nil {
+		c := l.ready
+		l.ready = nil
+		l.leave()
+		c.remove()
+	}
+	if l.orig != "" {
+		_ = os.WriteFile(filepath.Join(l.orig, "tasks"), []byte(strconv.Itoa(unix.Gettid())), 0)
+	}
+	removeTree(l.root)
+}
