@@ -34,7 +34,6 @@ type config struct {
 	MaxLine         int
 	MaxTurnRequests int
 	ModelIdle       time.Duration
-	HistoryBudget   int
 	AllowEnv        []string
 	Mode            permission.Mode
 }
@@ -88,7 +87,6 @@ func parseConfig(name string, args []string, env envLookup, usage io.Writer) (co
 	fs.IntVar(&c.MaxLine, "max-line", ingress.DefaultMaxLine, "longest JSON-RPC line accepted on stdin, in bytes (at most the ACP SDK's hard limit, 10 MiB)")
 	fs.IntVar(&c.MaxTurnRequests, "max-turn-requests", agent.DefaultMaxTurnRequests, "model requests allowed in one turn")
 	fs.DurationVar(&c.ModelIdle, "model-idle-timeout", 2*time.Minute, "abort a model request after this long without a byte from the provider (keep-alives count)")
-	fs.IntVar(&c.HistoryBudget, "history-budget", agent.DefaultHistoryBudget, "characters of history sent to the model before old tool output is elided")
 	mode := fs.String("mode", envOr(env, "DSH_MODE", "ask"), "permission mode of new sessions: ask, auto or read-only (env DSH_MODE)")
 	var allow stringList
 	fs.Var(&allow, "allow-env", "pass this scrubbed environment variable through to commands (repeatable)")

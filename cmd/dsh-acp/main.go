@@ -119,7 +119,6 @@ func serve(cfg config) error {
 		Model:    model,
 		Agent: agent.Config{
 			MaxTurnRequests: cfg.MaxTurnRequests,
-			HistoryBudget:   cfg.HistoryBudget,
 			Logger:          log,
 		},
 		DefaultMode: cfg.Mode,
