@@ -53,6 +53,10 @@ type Config struct {
 	CardFlushBytes    int
 	// ShutdownGrace bounds how long shutdown waits for processes to die.
 	ShutdownGrace time.Duration
+	// ModelsWait bounds how long the first session/new waits for the
+	// provider's model list (default 2 s); a list that comes later is
+	// announced with config_option_update.
+	ModelsWait time.Duration
 
 	// DefaultMode is a new session's permission mode (default ask).
 	DefaultMode permission.Mode
@@ -77,6 +81,15 @@ func (c *Config) defaults() {
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 5 * time.Second
 	}
+	if c.ModelsWait <= 0 {
+		c.ModelsWait = 2 * time.Second
+	}
+	if c.Agent.ContextWindow == nil {
+		c.Agent.ContextWindow = agent.ContextWindow
+	}
+	if named, ok := c.Model.(interface{ Model() string }); ok && c.Agent.Model == "" && c.Model != nil {
+		c.Agent.Model = named.Model()
+	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
@@ -95,6 +108,8 @@ type Server struct {
 	conn    *sdk.AgentSideConnection
 	updates *updateWriter // session/update notifications, bypassing the SDK's marshalling
 	turns   *turnRegistry
+	replies *replyHooks   // updates that must follow a reply
+	models  *modelCatalog // nil when no model is configured
 
 	mu       sync.Mutex
 	caps     presentation.Caps
@@ -114,7 +129,13 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) error {
 		cfg:      cfg,
 		log:      cfg.Logger,
 		turns:    newTurnRegistry(),
+		replies:  newReplyHooks(),
 		sessions: map[string]*session{},
+	}
+	if hasModel(cfg.Model) {
+		mctx, stopModels := context.WithCancel(ctx)
+		defer stopModels()
+		s.models = newModelCatalog(mctx, cfg.Model, cfg.Agent.Model, cfg.Logger, s.announceModels)
 	}
 	watched := newWatchedWriter(out)
 	w := ingress.NewLockedWriter(watched)
@@ -122,7 +143,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) error {
 	// The guard holds input back until Start: the connection must be wired
 	// before the SDK reads its first line.
 	s.updates = newUpdateWriter(w)
-	s.conn = sdk.NewAgentSideConnection(s, w, guard.Reader())
+	s.conn = sdk.NewAgentSideConnection(s, s.replies.writer(w), guard.Reader())
 	s.conn.SetLogger(cfg.SDKLogger)
 	s.stopNotices = tools.WatchCompletions(cfg.Executor, s.deliverNotice)
 	go guard.Run(ctx)
@@ -173,6 +194,8 @@ func (s *Server) observe(m ingress.Message) {
 			return // the SDK rejects it before any handler runs
 		}
 		s.turns.enqueue(string(p.SessionId))
+	case sdk.AgentMethodSessionNew, sdk.AgentMethodSessionLoad, sdk.AgentMethodSessionResume:
+		s.expectOpened(m)
 	case sdk.AgentMethodSessionCancel, sdk.AgentMethodSessionClose:
 		var p struct {
 			SessionID string `json:"sessionId"`
@@ -265,8 +288,10 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (resp 
 		return resp, err
 	}
 	s.log.Info("session/new", zap.String("session", id))
-	mode := ss.perms.currentMode()
-	return sdk.NewSessionResponse{SessionId: sdk.SessionId(id), Modes: modeState(mode), ConfigOptions: configOptions(mode)}, nil
+	if s.models != nil {
+		s.models.wait(ctx, s.cfg.ModelsWait)
+	}
+	return sdk.NewSessionResponse{SessionId: sdk.SessionId(id), Modes: modeState(ss.perms.currentMode()), ConfigOptions: ss.configOptions()}, nil
 }
 
 func (s *Server) register(ss *session) error {
@@ -399,8 +424,7 @@ func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (res
 	if err != nil {
 		return resp, err
 	}
-	mode := ss.perms.currentMode()
-	return sdk.LoadSessionResponse{Modes: modeState(mode), ConfigOptions: configOptions(mode)}, nil
+	return sdk.LoadSessionResponse{Modes: modeState(ss.perms.currentMode()), ConfigOptions: ss.configOptions()}, nil
 }
 
 // ResumeSession restores a journaled session without replaying it.
@@ -410,8 +434,7 @@ func (s *Server) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) 
 	if err != nil {
 		return resp, err
 	}
-	mode := ss.perms.currentMode()
-	return sdk.ResumeSessionResponse{Modes: modeState(mode), ConfigOptions: configOptions(mode)}, nil
+	return sdk.ResumeSessionResponse{Modes: modeState(ss.perms.currentMode()), ConfigOptions: ss.configOptions()}, nil
 }
 
 // deliverNotice queues a background task's completion notice on its owning

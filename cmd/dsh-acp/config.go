@@ -36,6 +36,7 @@ type config struct {
 	ModelIdle       time.Duration
 	AllowEnv        []string
 	Mode            permission.Mode
+	Session         agent.Config // the context window, compaction threshold, price
 }
 
 // stringList is a repeatable string flag.
@@ -90,6 +91,8 @@ func parseConfig(name string, args []string, env envLookup, usage io.Writer) (co
 	mode := fs.String("mode", envOr(env, "DSH_MODE", "ask"), "permission mode of new sessions: ask, auto or read-only (env DSH_MODE)")
 	var allow stringList
 	fs.Var(&allow, "allow-env", "pass this scrubbed environment variable through to commands (repeatable)")
+	var sf sessionFlags
+	sf.register(fs, env)
 	fs.Usage = func() {
 		fmt.Fprintf(usage, "Usage: %s [flags]            serve ACP on stdin/stdout\n", name)
 		fmt.Fprintf(usage, "       %s chat [flags]       a terminal client for this (or any) ACP agent\n", name)
@@ -110,7 +113,7 @@ func parseConfig(name string, args []string, env envLookup, usage io.Writer) (co
 	}
 	c.Mode = m
 	c.APIKey = envOr(env, "DSH_API_KEY", envOr(env, "DEEPSEEK_API_KEY", ""))
-	return c, c.validate()
+	return c, errors.Join(c.validate(), sf.agentConfig(&c.Session))
 }
 
 func (c config) validate() error {
