@@ -326,6 +326,11 @@ func TestE2ESlashCommands(t *testing.T) {
 	if !strings.Contains(rawText(raw), "[context compacted: ") || !strings.Contains(rawText(raw), "Permission mode: auto") {
 		t.Error("the reload lost the commands' answers")
 	}
+	for _, u := range raw {
+		if acptest.UpdateKind(u) == "available_commands_update" {
+			t.Error("available_commands_update came before the session/load reply")
+		}
+	}
 	if _, err := f2.WaitUpdate(ctxT(t), f.sid, func(u json.RawMessage) bool { return acptest.UpdateKind(u) == "available_commands_update" }); err != nil {
 		t.Errorf("no available_commands_update after session/load: %v", err)
 	}
