@@ -37,7 +37,8 @@ type modelCatalog struct {
 
 	mu      sync.Mutex
 	models  []string
-	version int // 1 once the fetch ended
+	version int  // 1 once the fetch ended
+	listed  bool // the provider gave its list
 }
 
 // newModelCatalog starts fetching the models of client (none when it
@@ -56,7 +57,7 @@ func newModelCatalog(ctx context.Context, client any, configured string, log *za
 		models, err := lister.ListModels(ctx)
 		c.mu.Lock()
 		if err == nil {
-			c.models = withModel(models, configured)
+			c.models, c.listed = withModel(models, configured), true
 		}
 		c.version = 1
 		c.mu.Unlock()
@@ -104,10 +105,15 @@ func (c *modelCatalog) list() ([]string, int) {
 	return slices.Clone(c.models), c.version
 }
 
-// has reports whether id is offered.
-func (c *modelCatalog) has(id string) bool {
-	models, _ := c.list()
-	return slices.Contains(models, id)
+// accepts reports whether id may be chosen: one of the provider's models,
+// or, when the provider gave no list, any id (the provider then judges it).
+func (c *modelCatalog) accepts(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if id == "" || strings.ContainsAny(id, " \t\r\n") {
+		return false
+	}
+	return slices.Contains(c.models, id) || (!c.listed && c.version > 0)
 }
 
 // modelOption is the model config option, with current always offered.
@@ -153,7 +159,7 @@ func (ss *session) setModel(id string) error {
 	if ss.models == nil {
 		return invalidParams("no model is configured, so there is none to choose")
 	}
-	if !ss.models.has(id) && id != ss.agent.Model() {
+	if !ss.models.accepts(id) && id != ss.agent.Model() {
 		models, _ := ss.models.list()
 		return invalidParams("unknown model %q (the provider offers: %s)", id, strings.Join(models, ", "))
 	}

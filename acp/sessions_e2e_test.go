@@ -517,3 +517,27 @@ func TestE2EPromptContentHonesty(t *testing.T) {
 		t.Errorf("the model read %q", got)
 	}
 }
+
+// A provider without a models endpoint offers the configured model only,
+// and any model id can still be chosen by name (the provider judges it).
+func TestE2EModelWithoutAList(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.Respond(func(llmtest.Request) llmtest.Response { return llmtest.Reply("ok") })
+	f := newLLMFixture(t, srv, llmOptions{})
+	us := f.mustTurn("/model", "end_turn")
+	if got := llmChunks(us, "agent_message_chunk"); !strings.Contains(got, "* "+llmModelName+"\n") || strings.Count(got, "\n  ") != 0 {
+		t.Errorf("/model: %q", got)
+	}
+	us = f.mustTurn("/model my-local-model", "end_turn")
+	if got := llmChunks(us, "agent_message_chunk"); !strings.Contains(got, "Model: my-local-model") {
+		t.Errorf("/model my-local-model: %q", got)
+	}
+	f.mustTurn("hi", "end_turn")
+	if got := srv.Last().Model; got != "my-local-model" {
+		t.Errorf("request model %q", got)
+	}
+	us = f.mustTurn("/model two words", "end_turn")
+	if got := llmChunks(us, "agent_message_chunk"); !strings.Contains(got, "unknown model") {
+		t.Errorf("/model two words: %q", got)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"text/template"
 	"time"
 
 	"go.uber.org/zap"
@@ -52,7 +53,11 @@ const (
 )
 
 //go:embed summary.md
-var summaryPrompt string
+var summaryText string
+
+// summaryPrompt is the summary request's system prompt, for a summary of
+// at most about words words.
+var summaryPrompt = template.Must(template.New("summary").Parse(summaryText))
 
 // compactJob is one compaction to plan.
 type compactJob struct {
@@ -160,11 +165,14 @@ func (s *Session) summarizeInto(ctx context.Context, c *event.Compaction, view e
 // summarize makes the summary request: the transcript of the older turns
 // under the summary prompt, no tools, nothing streamed to the user.
 func (s *Session) summarize(ctx context.Context, model, transcript string, maxChars int) (string, llm.Usage, error) {
-	prompt := strings.ReplaceAll(summaryPrompt, "{{.Words}}", fmt.Sprint(max(maxChars/8, 50)))
+	var prompt strings.Builder
+	if err := summaryPrompt.Execute(&prompt, struct{ Words int }{max(maxChars/8, 50)}); err != nil {
+		return "", llm.Usage{}, err // the embedded template is static; this cannot fail
+	}
 	req := llm.Request{
 		Model: model,
 		Messages: []llm.Message{
-			{Role: llm.RoleSystem, Content: strings.TrimSpace(prompt)},
+			{Role: llm.RoleSystem, Content: strings.TrimSpace(prompt.String())},
 			{Role: llm.RoleUser, Content: transcript},
 		},
 		OnRetry: s.onRetry,

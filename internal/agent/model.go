@@ -23,6 +23,9 @@ func (s *Session) SetModel(id string) {
 // answer, lowered to what the provider named when it refused a request.
 func (s *Session) window(model string) int {
 	w := s.cfg.ContextWindow(model)
+	if w <= 0 {
+		w = DefaultContextWindow
+	}
 	if l := s.acct.learnedWindow(model); l > 0 && l < w {
 		w = l
 	}
