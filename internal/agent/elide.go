@@ -43,7 +43,7 @@ func elide(s string) string {
 		return s
 	}
 	lines := countLines(s) - countLines(s[:headEnd]) - countLines(s[tailStart:])
-	marker := elidedMarker(lines, cut, spillPath(s))
+	marker := elidedMarker(lines, cut, spillPath(s[tailStart:]))
 	var b strings.Builder
 	b.Grow(len(head) + len(marker) + len(tail) + 2)
 	b.WriteString(head)
@@ -83,15 +83,22 @@ func countLines(s string) int {
 }
 
 // spillPath is the file an output's own markers name as holding the whole
-// output ("full output: PATH]"), or "" when none does.
-func spillPath(s string) string {
-	const key, within = "full output: ", 4096 // the markers close an output
-	s = s[max(len(s)-within, 0):]
-	i := strings.LastIndex(s, key)
+// output ("full output: PATH]"), or "" when none does. The markers close an
+// output: tail is its last lines.
+func spillPath(tail string) string {
+	const key = "full output: "
+	i := -1
+	for at := 0; ; {
+		j := strings.Index(tail[at:], key) // Index is vectorized; LastIndex is not
+		if j < 0 {
+			break
+		}
+		i, at = at+j, at+j+len(key)
+	}
 	if i < 0 {
 		return ""
 	}
-	rest := s[i+len(key):]
+	rest := tail[i+len(key):]
 	end := strings.IndexAny(rest, "]\n")
 	if end <= 0 {
 		return ""
