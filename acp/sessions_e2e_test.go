@@ -144,17 +144,25 @@ func TestE2ESessionOutlivesItsWindow(t *testing.T) {
 		t.Errorf("%d usage updates for %d model responses", usages, answered)
 	}
 
-	// Reload a copy of the journal in a second daemon: its next request is
-	// the live session's, byte for byte.
+	// Reload a copy of the journal in a second daemon: its next requests
+	// are the live session's, byte for byte, through compactions too.
 	state2 := t.TempDir()
 	copyJournal(t, f.stateDir, state2, f.sid)
-	f.mustTurn("one more", "end_turn")
+	// The second model answers from where the first one was.
+	m2 := &sessModel{lines: 30}
+	m2.calls.Store(m.calls.Load())
+	m2.summaries.Store(m.summaries.Load())
+	const more = 30
+	for i := 1; i <= more; i++ {
+		f.mustTurn(fmt.Sprintf("more %d", i), "end_turn")
+	}
 	live := srv.Requests()[len(reqs):]
+	if m.summaries.Load() == m2.summaries.Load() {
+		t.Errorf("no compaction summary in the %d turns after the copy; the comparison covers none", more)
+	}
 
 	srv2 := llmtest.New(t)
 	srv2.SetContextWindow(window, llmtest.DeepSeekWording)
-	m2 := &sessModel{lines: 30}
-	m2.calls.Store(m.calls.Load() - 1) // the live model already made the call this turn makes
 	srv2.Respond(m2.respond)
 	env := []string{"DSH_BASE_URL=" + srv2.URL(), "DSH_API_KEY=" + f.key, "DSH_MODEL=" + llmModelName}
 	d2 := startDaemonIn(t, state2, acptest.ZedCapabilities(), args, env...)
@@ -162,16 +170,18 @@ func TestE2ESessionOutlivesItsWindow(t *testing.T) {
 	if _, err := d2.loadSession(f.sid, cwd); err != nil {
 		t.Fatal(err)
 	}
-	if stop := d2.prompt(f.sid, "one more"); stop != "end_turn" {
-		t.Fatalf("reloaded turn: %s", stop)
+	for i := 1; i <= more; i++ {
+		if stop := d2.prompt(f.sid, fmt.Sprintf("more %d", i)); stop != "end_turn" {
+			t.Fatalf("reloaded turn %d: %s", i, stop)
+		}
 	}
 	again := srv2.Requests()
 	if len(again) != len(live) {
-		t.Fatalf("the reloaded turn made %d requests, the live one %d", len(again), len(live))
+		t.Fatalf("the reloaded session made %d requests, the live one %d", len(again), len(live))
 	}
 	for i := range live {
 		if string(live[i].Raw) != string(again[i].Raw) {
-			t.Errorf("request %d of the next turn differs after the reload:\nlive:\n%s\nreloaded:\n%s", i, live[i], again[i])
+			t.Fatalf("request %d after the reload differs:\nlive:\n%s\nreloaded:\n%s", i, live[i], again[i])
 		}
 	}
 }
