@@ -99,6 +99,15 @@ func (m *models) Stream(ctx context.Context, req llm.Request, onDelta func(llm.D
 	return c.Stream(ctx, req, onDelta)
 }
 
+// ListModels lists the provider's models through the client in force.
+func (m *models) ListModels(ctx context.Context) ([]llm.Model, error) {
+	lister, ok := m.get().(modelLister)
+	if !ok {
+		return nil, errors.New("no model client that lists models")
+	}
+	return lister.ListModels(ctx)
+}
+
 // authRequired is the ACP auth-required error (-32000) for a prompt that
 // needs the model when there is no key; its data says what to do.
 func (m *models) authRequired() error {

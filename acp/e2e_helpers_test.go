@@ -63,6 +63,13 @@ func (d *daemon) newSession(cwd string) string {
 	if err := d.Call(ctxT(d.t), "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}, &r); err != nil {
 		d.t.Fatalf("session/new: %v", err)
 	}
+	// The slash commands follow the reply: wait for them, so they never
+	// count among the first turn's updates.
+	if _, err := d.WaitUpdate(ctxT(d.t), r.SessionID, func(u json.RawMessage) bool {
+		return acptest.UpdateKind(u) == "available_commands_update"
+	}); err != nil {
+		d.t.Fatalf("no available_commands_update after session/new: %v", err)
+	}
 	return r.SessionID
 }
 

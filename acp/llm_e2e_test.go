@@ -330,7 +330,8 @@ func llmCheckConversation(t *testing.T, req llmtest.Request) {
 }
 
 // llmGate fronts the fake model with a proxy that calls hold(n) before
-// forwarding the n-th request (from 1); hold may block.
+// forwarding the n-th chat request (from 1; the models list is not
+// counted); hold may block.
 func llmGate(t *testing.T, srv *llmtest.Server, hold func(n int)) string {
 	t.Helper()
 	target, err := url.Parse(srv.URL())
@@ -341,7 +342,9 @@ func llmGate(t *testing.T, srv *llmtest.Server, hold func(n int)) string {
 	proxy.FlushInterval = -1 // pass events on as they come
 	var n atomic.Int64
 	gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hold(int(n.Add(1)))
+		if r.Method == http.MethodPost {
+			hold(int(n.Add(1)))
+		}
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(gate.Close)
@@ -572,7 +575,7 @@ func TestE2EModelReasoning(t *testing.T) {
 		got = append(got, u.Kind+":"+u.ChunkText)
 	}
 	want := []string{"session_info_update:", "agent_thought_chunk:Let me ", "agent_thought_chunk:think.",
-		"agent_message_chunk:Hello", "agent_message_chunk: there."}
+		"agent_message_chunk:Hello", "agent_message_chunk: there.", "usage_update:"}
 	if !slices.Equal(got, want) {
 		t.Errorf("updates %q, want %q", got, want)
 	}
@@ -824,7 +827,7 @@ func TestE2EModelCancelWhileStreaming(t *testing.T) {
 	}
 
 	us := f.mustTurn("try again", "end_turn")
-	llmNoUpdatesAfterCancel(t, f, "agent_message_chunk")
+	llmNoUpdatesAfterCancel(t, f, "agent_message_chunk", "usage_update")
 	if got := llmChunks(us, "agent_message_chunk"); got != "Fresh start." {
 		t.Errorf("next answer %q", got)
 	}
@@ -906,7 +909,7 @@ func TestE2EModelCancelWhileToolRuns(t *testing.T) {
 	}
 
 	f.mustTurn("what happened?", "end_turn")
-	llmNoUpdatesAfterCancel(t, f, "agent_message_chunk")
+	llmNoUpdatesAfterCancel(t, f, "agent_message_chunk", "usage_update")
 	req := srv.Last()
 	llmCheckConversation(t, req)
 	got := llmToolResult(t, req, "call_s")

@@ -45,6 +45,9 @@ func (s *Server) observe(m ingress.Message) ingress.Verdict {
 		s.noteCapabilities(m.Params)
 	case sdk.AgentMethodSessionPrompt:
 		return s.openTurn(m)
+	case sdk.AgentMethodSessionNew, sdk.AgentMethodSessionLoad, sdk.AgentMethodSessionResume:
+		s.calls.add(m.ID, s.afterOpened(m)) // updates that must follow the reply (see afterreply.go)
+		return ingress.Verdict{}
 	case sdk.AgentMethodSessionClose:
 		if id := sessionIDOf(m.Params); id != "" {
 			s.turns.cancelSession(id)
@@ -83,7 +86,7 @@ func (s *Server) openTurn(m ingress.Message) ingress.Verdict {
 		return ingress.Verdict{}
 	}
 	t := s.turns.open(string(p.SessionId), token)
-	s.calls.add(m.ID, func() { s.turns.answered(t) })
+	s.calls.add(m.ID, func(json.RawMessage) { s.turns.answered(t) })
 	return ingress.Verdict{Params: params}
 }
 
@@ -199,7 +202,7 @@ func logMethod(m string) string {
 // gets its replies matched oldest first.
 type pendingCalls struct {
 	mu      sync.Mutex
-	byID    map[string][]func() // per id, oldest first; an entry may be nil
+	byID    map[string][]func(json.RawMessage) // per id, oldest first; an entry may be nil
 	n       int
 	idle    chan struct{} // closed while n == 0
 	dead    chan struct{} // closed by abandon
@@ -207,7 +210,7 @@ type pendingCalls struct {
 }
 
 func newPendingCalls() *pendingCalls {
-	c := &pendingCalls{byID: map[string][]func(){}, idle: make(chan struct{}), dead: make(chan struct{})}
+	c := &pendingCalls{byID: map[string][]func(json.RawMessage){}, idle: make(chan struct{}), dead: make(chan struct{})}
 	close(c.idle)
 	c.abandon = sync.OnceFunc(c.abandonAll)
 	return c
@@ -215,6 +218,7 @@ func newPendingCalls() *pendingCalls {
 
 // idKey is the identity of a JSON-RPC id, whatever its encoding.
 func idKey(id json.RawMessage) string {
+	id = bytes.TrimSpace(id)
 	if len(id) > 0 && id[0] == '"' {
 		var s string
 		if json.Unmarshal(id, &s) == nil {
@@ -225,15 +229,16 @@ func idKey(id json.RawMessage) string {
 }
 
 // add records a request awaiting its reply; onReply, if set, runs once the
-// reply was written (or abandon gave up on it).
-func (c *pendingCalls) add(id json.RawMessage, onReply func()) {
+// reply was written, with the reply's result (nil for an error reply, or
+// when abandon gave up on it).
+func (c *pendingCalls) add(id json.RawMessage, onReply func(result json.RawMessage)) {
 	if !c.track(idKey(id), onReply) && onReply != nil {
-		onReply()
+		onReply(nil)
 	}
 }
 
 // track records a pending request; false once abandoned.
-func (c *pendingCalls) track(k string, onReply func()) bool {
+func (c *pendingCalls) track(k string, onReply func(json.RawMessage)) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	select {
@@ -249,8 +254,9 @@ func (c *pendingCalls) track(k string, onReply func()) bool {
 	return true
 }
 
-// replied marks the oldest pending request with id as answered.
-func (c *pendingCalls) replied(id json.RawMessage) {
+// replied marks the oldest pending request with id as answered by a reply
+// with result (nil for an error).
+func (c *pendingCalls) replied(id, result json.RawMessage) {
 	k := idKey(id)
 	c.mu.Lock()
 	q := c.byID[k]
@@ -270,7 +276,7 @@ func (c *pendingCalls) replied(id json.RawMessage) {
 	}
 	c.mu.Unlock()
 	if f != nil {
-		f()
+		f(result)
 	}
 }
 
@@ -296,7 +302,7 @@ func (c *pendingCalls) wait(ctx context.Context) int {
 func (c *pendingCalls) abandonAll() {
 	c.mu.Lock()
 	close(c.dead)
-	var fs []func()
+	var fs []func(json.RawMessage)
 	for _, q := range c.byID {
 		for _, f := range q {
 			if f != nil {
@@ -304,10 +310,10 @@ func (c *pendingCalls) abandonAll() {
 			}
 		}
 	}
-	c.byID = map[string][]func(){}
+	c.byID = map[string][]func(json.RawMessage){}
 	c.mu.Unlock()
 	for _, f := range fs {
-		f()
+		f(nil)
 	}
 }
 
@@ -323,28 +329,29 @@ type replyWatcher struct {
 
 func (r *replyWatcher) Write(p []byte) (int, error) {
 	n, err := r.w.Write(p)
-	if id, ok := replyID(p); ok {
-		r.calls.replied(id)
+	if id, result, ok := replyID(p); ok {
+		r.calls.replied(id, result)
 	}
 	return n, err
 }
 
-// replyID returns the id of the reply p carries, if p is one JSON-RPC
-// response (an id, no method). The SDK and the guard write one message per
+// replyID returns the id and result of the reply p carries, if p is one
+// JSON-RPC response (an id, no method); result is nil for an error reply. The SDK and the guard write one message per
 // Write; both write replies small enough to decode whole. A notification
 // as the SDK marshals it (method right after jsonrpc) is skipped unread.
-func replyID(p []byte) (json.RawMessage, bool) {
+func replyID(p []byte) (id, result json.RawMessage, ok bool) {
 	if bytes.HasPrefix(p, sdkNotificationPrefix) {
-		return nil, false
+		return nil, nil, false
 	}
 	var m struct {
 		ID     json.RawMessage `json:"id"`
 		Method *string         `json:"method"`
+		Result json.RawMessage `json:"result"`
 	}
 	if json.Unmarshal(p, &m) != nil || m.Method != nil || m.ID == nil || string(m.ID) == "null" {
-		return nil, false
+		return nil, nil, false
 	}
-	return m.ID, true
+	return m.ID, m.Result, true
 }
 
 // containDraw ends the session/load drawing goroutine after a panic: the

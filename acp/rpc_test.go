@@ -28,14 +28,14 @@ import (
 func TestPendingCallsMatchIDsAsJSONValues(t *testing.T) {
 	c := newPendingCalls()
 	var got []string
-	note := func(s string) func() { return func() { got = append(got, s) } }
+	note := func(s string) func(json.RawMessage) { return func(json.RawMessage) { got = append(got, s) } }
 	c.add(json.RawMessage(`"a<b"`), note("string"))
 	c.add(json.RawMessage(`7`), note("first 7"))
 	c.add(json.RawMessage(`7`), note("second 7"))
 	c.add(json.RawMessage(`"7"`), nil)
-	c.replied(json.RawMessage(`"a\u003cb"`)) // the same string, escaped as the SDK's encoder does
-	c.replied(json.RawMessage(`7`))
-	c.replied(json.RawMessage(`8`)) // nothing pending: ignored
+	c.replied(json.RawMessage(`"a\u003cb"`), nil) // the same string, escaped as the SDK's encoder does
+	c.replied(json.RawMessage(`7`), nil)
+	c.replied(json.RawMessage(`8`), nil) // nothing pending: ignored
 	if want := "string|first 7"; strings.Join(got, "|") != want {
 		t.Fatalf("callbacks %q, want %q", got, want)
 	}
@@ -44,8 +44,8 @@ func TestPendingCallsMatchIDsAsJSONValues(t *testing.T) {
 	if n := c.wait(ctx); n != 2 {
 		t.Fatalf("wait = %d pending, want 2", n)
 	}
-	c.replied(json.RawMessage(`"7"`))
-	c.replied(json.RawMessage(`7`))
+	c.replied(json.RawMessage(`"7"`), nil)
+	c.replied(json.RawMessage(`7`), nil)
 	if n := c.wait(context.Background()); n != 0 {
 		t.Fatalf("wait = %d pending, want 0", n)
 	}
@@ -54,7 +54,7 @@ func TestPendingCallsMatchIDsAsJSONValues(t *testing.T) {
 func TestPendingCallsAbandon(t *testing.T) {
 	c := newPendingCalls()
 	ran := 0
-	c.add(json.RawMessage(`1`), func() { ran++ })
+	c.add(json.RawMessage(`1`), func(json.RawMessage) { ran++ })
 	c.add(json.RawMessage(`2`), nil)
 	c.abandon()
 	c.abandon() // once
@@ -62,7 +62,7 @@ func TestPendingCallsAbandon(t *testing.T) {
 		t.Fatalf("abandon ran %d callbacks, want 1", ran)
 	}
 	c.wait(context.Background()) // returns: nothing is waited for any more
-	c.add(json.RawMessage(`3`), func() { ran++ })
+	c.add(json.RawMessage(`3`), func(json.RawMessage) { ran++ })
 	if ran != 2 {
 		t.Fatal("a request added after abandon is tracked")
 	}
@@ -81,7 +81,7 @@ func TestReplyID(t *testing.T) {
 		{"not json", ""},
 	}
 	for _, tt := range tests {
-		id, ok := replyID([]byte(tt.line + "\n"))
+		id, _, ok := replyID([]byte(tt.line + "\n"))
 		if ok != (tt.id != "") || string(id) != tt.id {
 			t.Errorf("replyID(%s) = %s, %v; want %q", tt.line, id, ok, tt.id)
 		}
@@ -101,7 +101,7 @@ func TestReplyWatcherSeesTheSDKsReplies(t *testing.T) {
 	conn := sdk.NewConnection(handler, w, inR)
 	answered := make(chan string, 2)
 	for _, id := range []string{`"a<&>b"`, `1.50`} {
-		calls.add(json.RawMessage(id), func() {
+		calls.add(json.RawMessage(id), func(json.RawMessage) {
 			answered <- out.String() // written before the callback runs
 		})
 		fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":%s,"method":"m","params":{}}`+"\n", id)

@@ -55,6 +55,10 @@ type Config struct {
 	// ShutdownGrace bounds how long shutdown waits for the replies to the
 	// requests already read and for processes to die (default 5 s).
 	ShutdownGrace time.Duration
+	// ModelsWait bounds how long the first session/new waits for the
+	// provider's model list (default 2 s); a list that comes later is
+	// announced with config_option_update.
+	ModelsWait time.Duration
 
 	// DefaultMode is a new session's permission mode (default ask).
 	DefaultMode permission.Mode
@@ -88,6 +92,15 @@ func (c *Config) defaults() {
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 5 * time.Second
 	}
+	if c.ModelsWait <= 0 {
+		c.ModelsWait = 2 * time.Second
+	}
+	if c.Agent.ContextWindow == nil {
+		c.Agent.ContextWindow = agent.ContextWindow
+	}
+	if named, ok := c.Model.(interface{ Model() string }); ok && c.Agent.Model == "" && c.Model != nil {
+		c.Agent.Model = named.Model()
+	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
@@ -106,7 +119,8 @@ type Server struct {
 	conn    *sdk.AgentSideConnection
 	updates *updateWriter // session/update notifications, bypassing the SDK's marshalling
 	turns   *turnRegistry
-	models  *models // the model client in force, shared by all sessions
+	models  *models       // the model client in force, shared by all sessions
+	catalog *modelCatalog // the provider's models, for the model option
 	trust   *permission.TrustStore
 	calls   *pendingCalls     // requests let through, until their replies are written
 	gate    *notificationGate // what the SDK's notification queue may take
@@ -145,6 +159,11 @@ func serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config, h hooks
 		gate:     newNotificationGate(cfg.Logger),
 		hooks:    h,
 		sessions: map[string]*session{},
+	}
+	if cfg.Agent.Model != "" {
+		mctx, stopModels := context.WithCancel(ctx)
+		defer stopModels()
+		s.catalog = newModelCatalog(mctx, s.models, cfg.Agent.Model, cfg.Logger, s.announceModels)
 	}
 	o := newOutput(out, cfg.Logger)
 	defer o.close()
@@ -311,8 +330,10 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (resp 
 		return resp, err
 	}
 	s.log.Info("session/new", zap.String("session", id))
-	mode := ss.perms.currentMode()
-	return sdk.NewSessionResponse{SessionId: sdk.SessionId(id), Modes: modeState(mode), ConfigOptions: configOptions(mode)}, nil
+	if s.catalog != nil {
+		s.catalog.wait(ctx, s.cfg.ModelsWait)
+	}
+	return sdk.NewSessionResponse{SessionId: sdk.SessionId(id), Modes: modeState(ss.perms.currentMode()), ConfigOptions: ss.configOptions()}, nil
 }
 
 func (s *Server) register(ss *session) error {
@@ -455,8 +476,7 @@ func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (res
 	if err != nil {
 		return resp, err
 	}
-	mode := ss.perms.currentMode()
-	return sdk.LoadSessionResponse{Modes: modeState(mode), ConfigOptions: configOptions(mode)}, nil
+	return sdk.LoadSessionResponse{Modes: modeState(ss.perms.currentMode()), ConfigOptions: ss.configOptions()}, nil
 }
 
 // ResumeSession restores a journaled session without replaying it.
@@ -466,8 +486,7 @@ func (s *Server) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) 
 	if err != nil {
 		return resp, err
 	}
-	mode := ss.perms.currentMode()
-	return sdk.ResumeSessionResponse{Modes: modeState(mode), ConfigOptions: configOptions(mode)}, nil
+	return sdk.ResumeSessionResponse{Modes: modeState(ss.perms.currentMode()), ConfigOptions: ss.configOptions()}, nil
 }
 
 // deliverNotice queues a background task's completion notice on its owning

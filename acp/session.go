@@ -30,10 +30,17 @@ type session struct {
 	perms       *permissions
 	title       *titler
 	log         *zap.Logger
+	catalog     *modelCatalog          // the provider's models, for the model option
+	window      func(model string) int // a model's context window
 
 	mu      sync.Mutex
 	closed  bool
 	running sync.WaitGroup // this session's turns in flight
+	// announced: the reply that opened the session went out (and with it
+	// the commands); optionsVersion: the model catalog version the client
+	// last got.
+	announced      bool
+	optionsVersion int
 
 	closeOnce sync.Once
 }
@@ -76,7 +83,7 @@ func (f fanout) Emit(ev event.Event) {
 
 func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
 	ss := &session{id: id, cwd: cwd, journal: j, updates: s.updates, log: s.log,
-		perms: &permissions{mode: s.cfg.DefaultMode}}
+		perms: &permissions{mode: s.cfg.DefaultMode}, catalog: s.catalog, window: s.cfg.Agent.ContextWindow}
 	ss.present = s.presenter(id, cwd, s.updates, false)
 	ss.title = &titler{send: ss.send}
 	ss.journalSink = newJournalSink(j, s.log, id, ss.present)
@@ -102,16 +109,19 @@ func (s *Server) presenter(id, cwd string, w *updateWriter, replay bool) *presen
 	})
 }
 
-// prompt runs one turn: a `!` command directly, anything else through the
-// model.
+// prompt runs one turn: a slash command by the daemon, a `!` command
+// directly, anything else through the model.
 func (ss *session) prompt(ctx context.Context, blocks []sdk.ContentBlock) event.StopReason {
 	pb := promptBlocks(blocks)
+	if name, args, text, extra, ok := parseCommand(pb); ok {
+		return ss.command(ctx, name, args, text, extra)
+	}
 	var reason event.StopReason
 	var err error
 	if cmd, ok := isDirect(firstText(pb)); ok && len(pb) == 1 {
 		reason, err = ss.agent.RunDirect(ctx, cmd)
 	} else {
-		reason, err = ss.agent.Prompt(ctx, agent.RenderPrompt(pb))
+		reason, err = ss.agent.PromptBlocks(ctx, pb)
 	}
 	if err != nil {
 		ss.log.Error("turn failed", zap.String("session", ss.id), zap.Error(err))
@@ -153,7 +163,9 @@ func firstText(pb []agent.PromptBlock) string {
 	return pb[0].Text
 }
 
-// promptBlocks converts ACP content blocks into the loop's own shape.
+// promptBlocks converts ACP content blocks into the loop's own shape. Every
+// block is kept — an image, audio or binary resource as a block the loop
+// tells the user it could not give the model (agent.Unsent).
 func promptBlocks(blocks []sdk.ContentBlock) []agent.PromptBlock {
 	out := make([]agent.PromptBlock, 0, len(blocks))
 	for _, b := range blocks {
@@ -174,8 +186,16 @@ func promptBlocks(blocks []sdk.ContentBlock) []agent.PromptBlock {
 				}
 				out = append(out, pbl)
 			} else if bl := b.Resource.Resource.BlobResourceContents; bl != nil {
-				out = append(out, agent.PromptBlock{Type: "resource_link", URI: bl.Uri})
+				pbl := agent.PromptBlock{Type: "blob", URI: bl.Uri}
+				if bl.MimeType != nil {
+					pbl.MimeType = *bl.MimeType
+				}
+				out = append(out, pbl)
 			}
+		case b.Image != nil:
+			out = append(out, agent.PromptBlock{Type: "image", MimeType: b.Image.MimeType})
+		case b.Audio != nil:
+			out = append(out, agent.PromptBlock{Type: "audio", MimeType: b.Audio.MimeType})
 		}
 	}
 	return out
@@ -243,6 +263,7 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 			ss.title.done.Store(true) // resume sends nothing; the client has it
 		}
 	}
+	ss.restoreModel(r.state)
 	if gone := settler.RunningTasks(); len(gone) > 0 {
 		note := replay.GoneTasksNote(gone)
 		if replayToClient {

@@ -2,6 +2,7 @@ package acp_test
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
@@ -40,8 +41,13 @@ func TestSessionTitle(t *testing.T) {
 	reply := startCommand(t, d, sid, "export M="+marker+"; sleep 600 # first prompt\nsecond line")
 	waitMarkedProcs(t, marker, 1)
 	raw := d.Updates(sid)
-	if len(raw) == 0 || acptest.UpdateKind(raw[0]) != "session_info_update" {
-		t.Fatalf("the session's first update is not its title: %s", raw)
+	// The slash commands follow the session/new reply; the prompt's first
+	// update is the title.
+	turn := slices.DeleteFunc(slices.Clone(raw), func(u json.RawMessage) bool {
+		return acptest.UpdateKind(u) == "available_commands_update"
+	})
+	if len(turn) == 0 || acptest.UpdateKind(turn[0]) != "session_info_update" {
+		t.Fatalf("the turn's first update is not the session's title: %s", raw)
 	}
 	want := "!export M=" + marker + "; sleep 600 # first prompt"
 	if got := titles(t, raw); len(got) != 1 || got[0] != want {

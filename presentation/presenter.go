@@ -2,6 +2,8 @@ package presentation
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,7 +118,42 @@ func (p *Presenter) Emit(ev event.Event) {
 		}
 	case event.ToolResult:
 		p.closeCard(e)
+	case event.Usage:
+		p.opt.Send(UsageUpdate(e.Used, e.Size, e.Cost, e.Currency))
+	case event.Compaction:
+		p.opt.Send(acp.UpdateAgentMessageText(e.Note))
+	case event.Command:
+		if p.opt.Replay {
+			p.opt.Send(acp.UpdateUserMessageText(e.Text))
+		}
+	case event.Info:
+		p.opt.Send(acp.UpdateAgentMessageText(e.Text))
+	case event.Instructions:
+		p.opt.Send(acp.UpdateAgentThoughtText(InstructionsText(e)))
 	}
+}
+
+// UsageUpdate is the usage_update of used tokens in a window of size, with
+// the session's cost when a price is configured (currency set).
+func UsageUpdate(used, size int, cost float64, currency string) acp.SessionUpdate {
+	u := &acp.SessionUsageUpdate{Used: min(used, size), Size: size}
+	if currency != "" {
+		u.Cost = &acp.Cost{Amount: cost, Currency: currency}
+	}
+	return acp.SessionUpdate{UsageUpdate: u}
+}
+
+// InstructionsText is the thought that says which project instructions
+// the session reads.
+func InstructionsText(e event.Instructions) string {
+	if len(e.Files) == 0 {
+		return "No project instructions any more (no AGENTS.md is left).\n\n"
+	}
+	cut := ""
+	if e.Cut {
+		cut = ", cut to fit"
+	}
+	return fmt.Sprintf("Reading the project instructions in %s (%d bytes%s).\n\n", strings.Join(e.Files, " and "), e.Bytes, cut)
 }
 
 // Asking returns the tool call to show in the permission question about

@@ -42,6 +42,12 @@ const (
 	typeError      = "error"
 	typeTurnEnd    = "turn_end"
 	typeState      = "state"
+
+	typeUsage        = "usage"
+	typeCompaction   = "compaction"
+	typeCommand      = "command"
+	typeInfo         = "info"
+	typeInstructions = "instructions"
 )
 
 // Header is a session's first record.
@@ -116,6 +122,10 @@ type wireRecord struct {
 
 	Key   string          `json:"key,omitempty"`
 	Value json.RawMessage `json:"value,omitempty"`
+
+	Usage        *event.Usage        `json:"usage,omitempty"`
+	Compaction   *event.Compaction   `json:"compaction,omitempty"`
+	Instructions *event.Instructions `json:"instructions,omitempty"`
 }
 
 func encodeArgs(raw json.RawMessage) wireArgs {
@@ -182,6 +192,16 @@ func fromEvent(ev event.Event, r *wireRecord) (bool, error) {
 		r.Type, r.Text = typeError, e.Text
 	case event.TurnEnd:
 		r.Type, r.StopReason = typeTurnEnd, e.StopReason
+	case event.Usage:
+		r.Type, r.Usage = typeUsage, &e
+	case event.Compaction:
+		r.Type, r.Compaction = typeCompaction, &e
+	case event.Command:
+		r.Type, r.Text = typeCommand, e.Text
+	case event.Info:
+		r.Type, r.Text = typeInfo, e.Text
+	case event.Instructions:
+		r.Type, r.Instructions = typeInstructions, &e
 	case event.TextDelta, event.ThoughtDelta, event.ToolOutput:
 		return false, nil
 	default:
@@ -223,6 +243,22 @@ func (r *wireRecord) toEvent() (ev event.Event, ok bool) {
 		return event.ErrorMessage{Text: r.Text}, true
 	case typeTurnEnd:
 		return event.TurnEnd{StopReason: r.StopReason}, true
+	case typeUsage:
+		if r.Usage != nil {
+			return *r.Usage, true
+		}
+	case typeCompaction:
+		if r.Compaction != nil {
+			return *r.Compaction, true
+		}
+	case typeCommand:
+		return event.Command{Text: r.Text}, true
+	case typeInfo:
+		return event.Info{Text: r.Text}, true
+	case typeInstructions:
+		if r.Instructions != nil {
+			return *r.Instructions, true
+		}
 	}
 	return nil, false
 }

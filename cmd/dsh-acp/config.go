@@ -46,9 +46,9 @@ type config struct {
 	MaxLine         int
 	MaxTurnRequests int
 	ModelIdle       time.Duration
-	HistoryBudget   int
 	AllowEnv        []string
 	Mode            permission.Mode
+	Session         agent.Config // the context window, compaction threshold, price
 }
 
 // stringList is a repeatable string flag.
@@ -122,11 +122,12 @@ func parseConfig(name string, args []string, env envLookup, usage io.Writer) (co
 // environment fallbacks: `dsh-acp` parses them alone, `dsh-acp chat`
 // beside its own and forwards the ones set to the agent it spawns.
 type configFlags struct {
-	c     config
-	mode  *string
-	allow stringList
-	env   envLookup
-	names map[string]bool // the daemon's flag names
+	c       config
+	mode    *string
+	allow   stringList
+	session sessionFlags
+	env     envLookup
+	names   map[string]bool // the daemon's flag names
 }
 
 // addConfigFlags registers the daemon's flags on fs.
@@ -148,9 +149,9 @@ func addConfigFlags(fs *flag.FlagSet, env envLookup) *configFlags {
 	fs.IntVar(&c.MaxLine, "max-line", ingress.DefaultMaxLine, "longest JSON-RPC line accepted on stdin, in bytes (at most the ACP SDK's hard limit, 10 MiB)")
 	fs.IntVar(&c.MaxTurnRequests, "max-turn-requests", agent.DefaultMaxTurnRequests, "model requests allowed in one turn")
 	fs.DurationVar(&c.ModelIdle, "model-idle-timeout", 2*time.Minute, "abort a model request after this long without a byte from the provider (keep-alives count)")
-	fs.IntVar(&c.HistoryBudget, "history-budget", agent.DefaultHistoryBudget, "characters of history sent to the model before old tool output is elided")
 	cf.mode = fs.String("mode", envOr(env, "DSH_MODE", "ask"), "permission mode of new sessions: ask, auto or read-only (env DSH_MODE)")
 	fs.Var(&cf.allow, "allow-env", "pass this scrubbed environment variable through to commands (repeatable)")
+	cf.session.register(fs, env)
 	fs.VisitAll(func(f *flag.Flag) {
 		if !before[f.Name] {
 			cf.names[f.Name] = true
@@ -175,7 +176,7 @@ func (cf *configFlags) config(fs *flag.FlagSet) (config, error) {
 		c.BaseURLSet = c.BaseURLSet || f.Name == "base-url"
 		c.ModelSet = c.ModelSet || f.Name == "model"
 	})
-	return c, c.validate()
+	return c, errors.Join(c.validate(), cf.session.agentConfig(&c.Session))
 }
 
 // forwarded is the daemon flags set on fs, as arguments for the daemon

@@ -25,12 +25,24 @@ func TestTextOnlyTurn(t *testing.T) {
 		event.TextDelta{Text: "Hel"},
 		event.TextDelta{Text: "lo"},
 		event.AssistantMessage{Text: "Hello"},
+		event.Usage{}, // checked below
 		event.TurnEnd{StopReason: event.EndTurn},
 	}
-	if got := f.rec.events(); !reflect.DeepEqual(got, want) {
+	got := f.rec.events()
+	u, _ := got[min(4, len(got)-1)].(event.Usage)
+	req := f.srv.Last()
+	// The fake counts tokens as bytes/4 of the body; completion: "Hello".
+	wantUsage := event.Usage{Model: "test-model", Used: req.PromptTokens + 2, Size: agent.DefaultContextWindow,
+		Prompt: req.PromptTokens, Completion: 2, Known: true, RequestSize: u.RequestSize}
+	if u != wantUsage || u.RequestSize < len(req.Messages[0].Content) {
+		t.Errorf("usage = %+v, want %+v", u, wantUsage)
+	}
+	if len(got) == len(want) {
+		got[4] = event.Usage{}
+	}
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("events:\n%#v\nwant\n%#v", got, want)
 	}
-	req := f.srv.Last()
 	sys := req.Messages[0]
 	if sys.Role != "system" || !strings.Contains(sys.Content, "/work/project") ||
 		!strings.HasSuffix(sys.Content, "/work/project.\n\nTOOLS: check every [exit code: N].") {
