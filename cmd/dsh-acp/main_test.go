@@ -148,3 +148,32 @@ func TestChatCtrlCCancelsTheTurn(t *testing.T) {
 		t.Fatalf("chat exit: %v\n%s", err, out.String())
 	}
 }
+
+// Configuration is resolved once, here: a card cap above what the journal
+// keeps is refused with the reason (a reloaded card must show what the live
+// one did), a relative XDG_STATE_HOME is ignored as the XDG spec says, and
+// `replay` reads nothing but where the state directory is (an invalid mode
+// in the environment does not stop it).
+func TestConfigResolvedOnce(t *testing.T) {
+	var usage bytes.Buffer
+	none := func(string) (string, bool) { return "", false }
+	_, err := parseConfig("dsh-acp", []string{"--card-output-limit", "3145728", "--state-dir", "/var/tmp/s"}, none, &usage)
+	if err == nil || !strings.Contains(err.Error(), "the journal keeps at most 2097152") {
+		t.Errorf("a 3 MiB card cap: %v", err)
+	}
+	rel := func(k string) (string, bool) {
+		if k == "XDG_STATE_HOME" {
+			return "relative/state", true
+		}
+		return "", false
+	}
+	if dir := defaultStateDir(rel); !filepath.IsAbs(dir) || strings.Contains(dir, "relative") {
+		t.Errorf("a relative XDG_STATE_HOME gave %q", dir)
+	}
+	state := t.TempDir()
+	yolo := map[string]string{"DSH_MODE": "yolo", "DSH_STATE_DIR": state}
+	_, err = loadForReplay("20260102T030405.000000Z-0000000000000001", func(k string) (string, bool) { v, ok := yolo[k]; return v, ok })
+	if err == nil || !strings.Contains(err.Error(), "no session") {
+		t.Errorf("replay with DSH_MODE=yolo: %v, want the unknown-session error", err)
+	}
+}
