@@ -39,12 +39,20 @@ type PTY struct {
 // running, when the test ends.
 func StartPTY(t testing.TB, bin string, args []string, env []string) *PTY {
 	t.Helper()
+	return StartPTYIn(t, "", bin, args, env)
+}
+
+// StartPTYIn is StartPTY with the process's working directory dir ("" for
+// the test's own).
+func StartPTYIn(t testing.TB, dir, bin string, args []string, env []string) *PTY {
+	t.Helper()
 	master, slave, err := OpenPTY()
 	if err != nil {
 		t.Fatalf("acptest: %v", err)
 	}
 	p := &PTY{t: t, master: master, exited: make(chan struct{}), changed: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
+	p.cmd.Dir = dir
 	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = slave, slave, slave
 	p.cmd.Env = childEnv(t, env)
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
