@@ -49,6 +49,8 @@ func (s *Server) observe(m ingress.Message) ingress.Verdict {
 		if id := sessionIDOf(m.Params); id != "" {
 			s.turns.cancelSession(id)
 		}
+	case sdk.AgentMethodSessionLoad, sdk.AgentMethodSessionResume:
+		s.after.Expect(m.ID, sessionIDOf(m.Params)) // what follows its reply (afterreply.go)
 	}
 	s.calls.add(m.ID, nil)
 	return ingress.Verdict{}

@@ -23,6 +23,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/acp/ingress"
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/mcp"
 	"github.com/dsh-acp/dsh-acp/internal/permission"
 	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/replay"
@@ -59,7 +60,8 @@ type Config struct {
 	// DefaultMode is a new session's permission mode (default ask).
 	DefaultMode permission.Mode
 	// UserRules is the user's permission rule file ("" for none); each
-	// session's project file is read from its cwd.
+	// session's project file is read from its cwd. The user's MCP
+	// allowance file sits beside it (mcp.UserRulesPath).
 	UserRules string
 	// TrustDir keeps the project rule files the user approved (see
 	// permission.TrustStore); empty means none is ever trusted, so project
@@ -70,6 +72,11 @@ type Config struct {
 	// whenever a prompt needs it (see AuthConfig); Model is then the first
 	// answer.
 	Auth *AuthConfig
+
+	// MCP is how each session's MCP servers are started and called (the
+	// zero value works; Logger and the client name default to the
+	// daemon's).
+	MCP mcp.Config
 }
 
 func (c *Config) defaults() {
@@ -105,6 +112,7 @@ type Server struct {
 	log     *zap.Logger
 	conn    *sdk.AgentSideConnection
 	updates *updateWriter // session/update notifications, bypassing the SDK's marshalling
+	after   *afterReply   // what waits for the reply that opens a session
 	turns   *turnRegistry
 	models  *models // the model client in force, shared by all sessions
 	trust   *permission.TrustStore
@@ -157,7 +165,8 @@ func serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config, h hooks
 	if h.sdkInput != nil {
 		sdkIn = h.sdkInput(sdkIn)
 	}
-	s.conn = sdk.NewAgentSideConnection(s, replies, sdkIn)
+	s.after = newAfterReply(replies)
+	s.conn = sdk.NewAgentSideConnection(s, s.after, sdkIn)
 	s.conn.SetLogger(cfg.SDKLogger)
 	s.stopNotices = tools.WatchCompletions(cfg.Executor, s.deliverNotice)
 	gctx, stopGuard := context.WithCancel(ctx)
@@ -201,9 +210,12 @@ func (s *Server) shutdown() error {
 	s.turns.cancelAll()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()
-	// Processes die while the cancelled turns answer.
+	// Processes die while the cancelled turns answer: commands and MCP
+	// servers alike.
 	killed := make(chan error, 1)
 	go func() { killed <- s.cfg.Executor.Shutdown(ctx) }()
+	mcpDone := make(chan struct{})
+	go func() { closeAllMCP(ctx, s.openSessions()); close(mcpDone) }()
 	if n := s.calls.wait(ctx); n > 0 {
 		s.log.Warn("exiting with requests unanswered", zap.Int("count", n))
 	}
@@ -217,6 +229,7 @@ func (s *Server) shutdown() error {
 	}
 	s.mu.Unlock()
 	err := <-killed
+	<-mcpDone
 	s.stopNotices()
 	// The cancelled turns still record their last events (the killed
 	// command's result, the turn end) before the journals close.
@@ -262,6 +275,7 @@ func (s *Server) Initialize(ctx context.Context, p sdk.InitializeRequest) (resp 
 			PromptCapabilities: sdk.PromptCapabilities{
 				EmbeddedContext: true,
 			},
+			McpCapabilities: sdk.McpCapabilities{Http: true},
 			SessionCapabilities: sdk.SessionCapabilities{
 				List:   &sdk.SessionListCapabilities{},
 				Resume: &sdk.SessionResumeCapabilities{},
@@ -306,11 +320,12 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (resp 
 		return resp, sdk.NewInternalError(map[string]any{"error": "cannot create the session journal: " + err.Error()})
 	}
 	ss := s.newSession(id, filepath.Clean(p.Cwd), j)
+	s.startMCP(ss, p.McpServers) // before a prompt can find the session
 	if err := s.register(ss); err != nil {
 		ss.close(ctx)
 		return resp, err
 	}
-	s.log.Info("session/new", zap.String("session", id))
+	s.log.Info("session/new", zap.String("session", id), zap.Int("mcpServers", len(p.McpServers)))
 	mode := ss.perms.currentMode()
 	return sdk.NewSessionResponse{SessionId: sdk.SessionId(id), Modes: modeState(mode), ConfigOptions: configOptions(mode)}, nil
 }
@@ -413,6 +428,7 @@ func (s *Server) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (r
 	defer cancel()
 	s.cfg.Executor.KillOwned(kctx, ss.id)
 	ss.close(kctx)
+	s.after.Drop(ss.id)
 	s.log.Info("session/close", zap.String("session", ss.id))
 	return resp, nil
 }
@@ -455,6 +471,7 @@ func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (res
 	if err != nil {
 		return resp, err
 	}
+	s.startMCP(ss, p.McpServers)
 	mode := ss.perms.currentMode()
 	return sdk.LoadSessionResponse{Modes: modeState(mode), ConfigOptions: configOptions(mode)}, nil
 }
@@ -466,6 +483,7 @@ func (s *Server) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) 
 	if err != nil {
 		return resp, err
 	}
+	s.startMCP(ss, p.McpServers)
 	mode := ss.perms.currentMode()
 	return sdk.ResumeSessionResponse{Modes: modeState(mode), ConfigOptions: configOptions(mode)}, nil
 }
