@@ -447,3 +447,32 @@ func TestMCPAdvertisedCapabilities(t *testing.T) {
 		t.Errorf("mcpCapabilities %+v, want http only", c)
 	}
 }
+
+// TestMCPServersDieWithTheDaemon: at stdin EOF the daemon stops every
+// server it started, even one busy with a call, and exits 0.
+func TestMCPServersDieWithTheDaemon(t *testing.T) {
+	f := newMCPFixture(t, nil, "DSH_MODE=auto")
+	f.model.Push(llmtest.Calls(llmtest.Call{ID: "call_s", Name: "mcp__test__slow", Args: `{"ms":60000}`}))
+	reply := f.startTurn("take your time")
+	waitRecorded(t, f.record, "call slow")
+	if procs, _ := acptest.ProcsWithMarker(f.marker); len(procs) == 0 {
+		t.Fatal("the server process is not found by its marker")
+	}
+	if err := f.CloseStdin(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Wait(ctxT(t)); err != nil {
+		t.Errorf("daemon exit: %v", err)
+	}
+	if left, err := acptest.WaitNoProcsWithMarker(ctxT(t), f.marker); err != nil {
+		t.Fatalf("processes left after the daemon exited: %v %v", left, err)
+	}
+	select {
+	case got := <-reply:
+		if got != "cancelled" && !strings.HasPrefix(got, "error") {
+			t.Errorf("the turn ended %q", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the turn was never answered")
+	}
+}
