@@ -364,6 +364,16 @@ func TestMCPReadOnlyModeAndReconnectOnLoad(t *testing.T) {
 	if got := f.resultFor("call_e"); got != "echo: ro" {
 		t.Errorf("an allowed read-only tool: the model read %q", got)
 	}
+	// A long result is cut for the model and kept whole in a spill file.
+	f.call("call_b", "mcp__test__big", `{"n":40000}`, "end_turn")
+	got := f.resultFor("call_b")
+	_, path, found := strings.Cut(got, "[output truncated; full output: ")
+	path = strings.TrimSuffix(path, "]")
+	if !found || !strings.HasPrefix(got, "line 0\n") || len([]rune(got)) > 30000 || !strings.HasPrefix(path, f.stateDir) {
+		t.Errorf("a long result: %d characters, ending %q", len([]rune(got)), got[max(0, len(got)-200):])
+	} else if whole, err := os.ReadFile(path); err != nil || len(whole) != 40000 {
+		t.Errorf("the spill file holds %d bytes (%v)", len(whole), err)
+	}
 	if n := len(f.questions()); n != 0 {
 		t.Errorf("%d questions in read-only mode", n)
 	}
@@ -474,5 +484,34 @@ func TestMCPServersDieWithTheDaemon(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Error("the turn was never answered")
+	}
+}
+
+// TestMCPToolListChangeBetweenTurns: a server that adds a tool announces
+// it; the next turn offers it, and its first offer is journaled.
+func TestMCPToolListChangeBetweenTurns(t *testing.T) {
+	f := newMCPFixture(t, nil, "DSH_MODE=auto")
+	f.call("call_g", "mcp__test__grow", `{}`, "end_turn")
+	// The server announces the change on its own time (the SDK waits 10 ms);
+	// the daemon logs its arrival.
+	f.waitFor(func() bool { return strings.Contains(f.Stderr(), `"msg":"mcp tool list changed"`) })
+	if slices.Contains(f.model.Requests()[0].ToolNames(), "mcp__test__grown") {
+		t.Fatal("grown was offered before it existed")
+	}
+	f.call("call_n", "mcp__test__grown", `{}`, "end_turn")
+	reqs := f.model.Requests()
+	if !slices.Contains(reqs[len(reqs)-2].ToolNames(), "mcp__test__grown") {
+		t.Errorf("the turn after the change did not offer grown: %v", reqs[len(reqs)-2].ToolNames())
+	}
+	if got := f.resultFor("call_n"); got != "grown" {
+		t.Errorf("the new tool: the model read %q", got)
+	}
+	files, _ := filepath.Glob(filepath.Join(f.stateDir, "sessions", f.sid+".jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("journal of %s not found", f.sid)
+	}
+	b, _ := os.ReadFile(files[0])
+	if !strings.Contains(string(b), `"mcp.tool.mcp__test__grown"`) || !strings.Contains(string(b), `"mcp.tool.mcp__test__echo"`) {
+		t.Errorf("the tools' Info is not journaled:\n%s", b)
 	}
 }

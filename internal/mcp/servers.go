@@ -323,8 +323,11 @@ func (s *Servers) connect(spec Spec) (*conn, error) {
 		return nil, err
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: s.cfg.ClientName, Version: s.cfg.ClientVersion}, &sdk.ClientOptions{
-		Logger:                 slog.New(slog.DiscardHandler),
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { c.changed.Store(true) },
+		Logger: slog.New(slog.DiscardHandler),
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			c.changed.Store(true)
+			s.log.Debug("mcp tool list changed", zap.String("server", spec.Name))
+		},
 	})
 	if s.cwd != "" {
 		client.AddRoots(&sdk.Root{URI: (&url.URL{Scheme: "file", Path: s.cwd}).String(), Name: filepath.Base(s.cwd)})
