@@ -36,4 +36,6 @@
 //     escapes the kill, as a command does; a SIGKILLed daemon leaves its
 //     servers running.
 //   - The read-only annotation is the server's claim; nothing checks it.
+//   - Every tool of every server is offered; providers cap the number of
+//     tools in one request.
 package mcp

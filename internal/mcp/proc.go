@@ -101,7 +101,7 @@ func startError(command string, err error) error {
 	case errors.As(err, &ee):
 		err = fmt.Errorf("cannot start %q: %w", command, ee.Err)
 	case errors.As(err, &pe):
-		err = fmt.Errorf("cannot start %q: %s: %w", command, pe.Path, pe.Err)
+		err = fmt.Errorf("cannot start %q: %w", command, pe.Err)
 	default:
 		err = fmt.Errorf("cannot start %q: %w", command, err)
 	}

@@ -171,7 +171,7 @@ func TestFailuresAreReportedAndOthersWork(t *testing.T) {
 		got[fl.Server] = fl.Reason
 	}
 	for server, want := range map[string]string{
-		"missing": `cannot start "/nonexistent/mcp-server": /nonexistent/mcp-server: no such file or directory`,
+		"missing": `cannot start "/nonexistent/mcp-server": no such file or directory`,
 		"nopath":  `cannot start "no-such-mcp-server-anywhere": executable file not found in $PATH`,
 		"exits":   "cannot initialize the server: the server exited (exit status 3): boom: bad config",
 		"test":    "another server of this session has the same name",
