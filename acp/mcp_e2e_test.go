@@ -37,6 +37,7 @@ type mcpFixture struct {
 	record string // the stdio server's record file
 	marker string // in the stdio server's environment
 	dir    string // where write_note writes
+	config string // the daemon's XDG_CONFIG_HOME
 
 	mu     sync.Mutex
 	answer string            // the option kind the responder picks
@@ -48,9 +49,9 @@ type mcpFixture struct {
 func newMCPFixture(t *testing.T, servers func(f *mcpFixture) []any, env ...string) *mcpFixture {
 	t.Helper()
 	model := llmtest.New(t)
-	f := &mcpFixture{model: model, answer: "allow_once", marker: acptest.NewMarker(), dir: t.TempDir()}
+	f := &mcpFixture{model: model, answer: "allow_once", marker: acptest.NewMarker(), dir: t.TempDir(), config: t.TempDir()}
 	f.record = filepath.Join(t.TempDir(), "record")
-	f.llmFixture = newLLMFixture(t, model, llmOptions{env: append([]string{"XDG_CONFIG_HOME=" + t.TempDir()}, env...)})
+	f.llmFixture = newLLMFixture(t, model, llmOptions{env: append([]string{"XDG_CONFIG_HOME=" + f.config}, env...)})
 	f.SetResponder(f.respond)
 	if servers == nil {
 		servers = func(f *mcpFixture) []any { return []any{f.stdioServer("test")} }
@@ -344,18 +345,23 @@ func mcpCheckNoticeAfterReply(t *testing.T, inbound []json.RawMessage, sid, text
 	}
 }
 
+// writeFile writes content to path, creating its directory.
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestMCPReadOnlyModeAndReconnectOnLoad: read-only mode runs a read-only
-// tool allowed by the project's allowance file and refuses a writing
-// one; a reload that passes the server again reconnects it.
+// tool allowed by the user's allowance file and refuses a writing one; a
+// reload that passes the server again reconnects it.
 func TestMCPReadOnlyModeAndReconnectOnLoad(t *testing.T) {
 	f := newMCPFixture(t, nil, "DSH_MODE=read-only")
-	allow := `{"allow":[{"server":"test","readOnlyTools":true}]}`
-	if err := os.MkdirAll(filepath.Join(f.cwd, ".dsh-acp"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(f.cwd, ".dsh-acp", "mcp.json"), []byte(allow), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, filepath.Join(f.config, "dsh-acp", "mcp.json"), `{"allow":[{"server":"test","readOnlyTools":true}]}`)
 	f.call("call_w", "mcp__test__write_note", `{"name":"n.txt","text":"x"}`, "end_turn")
 	if got := f.resultFor("call_w"); !strings.Contains(got, `"read-only" mode`) {
 		t.Errorf("a writing tool in read-only mode: the model read %q", got)
@@ -513,5 +519,33 @@ func TestMCPToolListChangeBetweenTurns(t *testing.T) {
 	b, _ := os.ReadFile(files[0])
 	if !strings.Contains(string(b), `"mcp.tool.mcp__test__grown"`) || !strings.Contains(string(b), `"mcp.tool.mcp__test__echo"`) {
 		t.Errorf("the tools' Info is not journaled:\n%s", b)
+	}
+}
+
+// TestMCPProjectAllowancesNeedTrust: a project's allowance file (which
+// comes with the repository) lets nothing run until the user trusts its
+// content; the question offers that, and afterwards it applies.
+func TestMCPProjectAllowancesNeedTrust(t *testing.T) {
+	f := newMCPFixture(t, nil)
+	writeFile(t, filepath.Join(f.cwd, ".dsh-acp", "mcp.json"), `{"allow":[{"server":"test","tool":"write_note"}]}`)
+	f.setAnswer("allow_always") // the first such option: trust the file
+	f.call("call_1", "mcp__test__write_note", `{"name":"a.txt","text":"1"}`, "end_turn")
+	qs := f.questions()
+	if len(qs) != 1 || !strings.Contains(string(qs[0]), "Trust this project's MCP allowances and run: test: write_note") {
+		t.Fatalf("questions %s", qs)
+	}
+	if got := f.resultFor("call_1"); got != "wrote 1 bytes to a.txt" {
+		t.Errorf("the model read %q", got)
+	}
+	f.call("call_2", "mcp__test__write_note", `{"name":"b.txt","text":"2"}`, "end_turn")
+	if n := len(f.questions()); n != 1 {
+		t.Errorf("the trusted file's allowance still asks (%d questions)", n)
+	}
+	// An edit of the file asks again.
+	writeFile(t, filepath.Join(f.cwd, ".dsh-acp", "mcp.json"), `{"allow":[{"server":"test","tool":"write_note"},{"server":"test","tool":"slow"}]}`)
+	f.setAnswer("reject_once")
+	f.call("call_3", "mcp__test__write_note", `{"name":"c.txt","text":"3"}`, "end_turn")
+	if n := len(f.questions()); n != 2 {
+		t.Errorf("an edited file was still trusted (%d questions)", n)
 	}
 }

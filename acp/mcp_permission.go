@@ -23,48 +23,71 @@ const stateToolAllow = "permission.mcp"
 // judgeTool decides a call of an MCP server's tool: auto mode runs it;
 // otherwise it runs unasked only when an allowance covers it — the tool
 // itself, or, for a tool its server marks read-only, that server's
-// read-only tools — from the user's or the project's allowance file or an
-// always-allow answer in this session. Read-only mode runs only covered
-// read-only tools and denies the rest; ask mode asks about the rest.
+// read-only tools — from the user's allowance file, the project's once the
+// user trusted its content, or an always-allow answer in this session.
+// Read-only mode runs only covered read-only tools and denies the rest;
+// ask mode asks about the rest, offering to trust the project's file when
+// its allowances would run the call.
 func (a *approver) judgeTool(call event.ToolCall, need tools.Need) agent.Approval {
 	mode, _ := a.ss.perms.snapshot()
 	allow := agent.Approval{Verdict: agent.Allow, Decision: event.Decision{Subject: need.Subject, Verdict: event.VerdictAllow}}
 	if mode == permission.ModeAuto {
 		return allow
 	}
-	rules, err := mcp.LoadRules(mcp.UserRulesPath(a.userRules), mcp.ProjectRulesPath(a.ss.cwd))
+	loaded, err := mcp.LoadRules(mcp.UserRulesPath(a.userRules), mcp.ProjectRulesPath(a.ss.cwd), a.trust)
 	if err != nil {
 		a.ss.log.Warn("mcp allowances", zap.String("session", a.ss.id), zap.Error(err))
 		return denied(need.Subject, fmt.Sprintf("Not run: the MCP allowances cannot be read (%v). Fix the file or ask the user.", err),
 			"denied: the MCP allowances cannot be read")
 	}
-	allowed := append(rules, a.ss.perms.toolRules()...).Allows(need.Server, need.Tool, need.ReadOnly)
+	covers := func(rs mcp.Rules) bool {
+		return rs.Allows(need.Server, need.Tool, need.ReadOnly) && (need.ReadOnly || mode != permission.ModeReadOnly)
+	}
 	switch {
-	case allowed && (need.ReadOnly || mode != permission.ModeReadOnly):
+	case covers(append(loaded.Rules, a.ss.perms.toolRules()...)):
 		return allow
 	case mode == permission.ModeReadOnly:
 		return denied(need.Subject, fmt.Sprintf("Not run: the session is in %q mode, and %s is not a tool its MCP server marks read-only that the user allowed. Ask the user to switch modes if it is needed.", mode, need.Subject),
 			fmt.Sprintf("denied in %s mode: %s is not an allowed read-only tool", mode, need.Subject))
 	}
+	var project *mcp.Loaded
+	if covers(loaded.Untrusted) {
+		project = &loaded
+	}
 	return agent.Approval{Verdict: agent.Ask, Ask: func(ctx context.Context) agent.Approval {
-		return a.questionTool(ctx, call, need)
+		return a.questionTool(ctx, call, need, project)
 	}}
 }
 
 // questionTool asks the user about the MCP call whose card is open and
-// pending, and marks it running again when allowed.
-func (a *approver) questionTool(ctx context.Context, call event.ToolCall, need tools.Need) agent.Approval {
+// pending, and marks it running again when allowed; project, when set, is
+// an untrusted project allowance file that would let the call run: the
+// user may trust it.
+func (a *approver) questionTool(ctx context.Context, call event.ToolCall, need tools.Need, project *mcp.Loaded) agent.Approval {
 	rule := toolRule(need)
+	options := toolOptions(need, rule)
+	if project != nil {
+		options = append([]sdk.PermissionOption{{OptionId: optTrustProject, Kind: sdk.PermissionOptionKindAllowAlways,
+			Name: "Trust this project's MCP allowances and run: " + clipRunes(project.Summary(), 300)}}, options...)
+	}
 	resp, err := a.client.RequestPermission(ctx, sdk.RequestPermissionRequest{
 		SessionId: sdk.SessionId(a.ss.id),
 		ToolCall:  a.ss.present.Asking(call.ID),
-		Options:   toolOptions(need, rule),
+		Options:   options,
 	})
 	if err != nil && ctx.Err() == nil {
 		a.ss.log.Warn("request_permission failed", zap.String("session", a.ss.id), zap.String("call", call.ID), zap.Error(err))
 	}
 	answer := outcomeOf(resp, err, ctx)
-	approval := a.applyTool(answer, rule)
+	outcome := answer
+	if answer == optTrustProject && project != nil {
+		// The content approved is the content shown: its hash, not a re-read.
+		if err := a.trust.Approve(project.ProjectPath, project.Hash); err != nil {
+			a.ss.log.Warn("trust mcp allowances", zap.String("session", a.ss.id), zap.Error(err))
+		}
+		outcome = optAllowOnce
+	}
+	approval := a.applyTool(outcome, rule)
 	if approval.Verdict == agent.Allow {
 		a.ss.present.Allowed(call.ID)
 	}
@@ -108,7 +131,7 @@ func (a *approver) applyTool(outcome string, rule mcp.Rule) agent.Approval {
 			a.ss.log.Error("journal mcp allow", zap.String("session", a.ss.id), zap.Error(err))
 		}
 		if outcome == optAllowProject {
-			if err := mcp.SaveProjectRule(a.ss.cwd, rule); err != nil {
+			if err := mcp.SaveProjectRule(a.ss.cwd, rule, a.trust); err != nil {
 				a.ss.log.Warn("save mcp allowance", zap.String("session", a.ss.id), zap.Error(err))
 			}
 		}

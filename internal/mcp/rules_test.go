@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dsh-acp/dsh-acp/internal/permission"
 )
 
 func TestRulesAllow(t *testing.T) {
@@ -30,37 +32,61 @@ func TestRulesAllow(t *testing.T) {
 
 func TestLoadAndSaveRules(t *testing.T) {
 	dir := t.TempDir()
+	store := permission.NewTrustStore(filepath.Join(dir, "trust"))
 	user := filepath.Join(dir, "user", "mcp.json")
 	os.MkdirAll(filepath.Dir(user), 0o755)
 	os.WriteFile(user, []byte(`{"allow":[{"server":"docs","readOnlyTools":true}]}`), 0o644)
 	cwd := t.TempDir()
-	if err := SaveProjectRule(cwd, Rule{Server: "gh", Tool: "create"}); err != nil {
+	// The user's own always-allow creates the file and keeps it trusted.
+	if err := SaveProjectRule(cwd, Rule{Server: "gh", Tool: "create"}, store); err != nil {
 		t.Fatal(err)
 	}
-	if err := SaveProjectRule(cwd, Rule{Server: "gh", Tool: "create"}); err != nil {
+	if err := SaveProjectRule(cwd, Rule{Server: "gh", Tool: "create"}, store); err != nil {
 		t.Fatal(err)
 	}
-	rs, err := LoadRules(user, ProjectRulesPath(cwd))
-	if err != nil || len(rs) != 2 || rs[0].Server != "docs" || rs[1] != (Rule{Server: "gh", Tool: "create"}) {
-		t.Fatalf("rules %+v, %v", rs, err)
+	l, err := LoadRules(user, ProjectRulesPath(cwd), store)
+	if err != nil || len(l.Rules) != 2 || l.Rules[0].Server != "docs" || l.Rules[1] != (Rule{Server: "gh", Tool: "create"}) || len(l.Untrusted) != 0 {
+		t.Fatalf("loaded %+v, %v", l, err)
 	}
 	if fi, _ := os.Stat(ProjectRulesPath(cwd)); fi.Mode().Perm() != 0o644 {
 		t.Errorf("mode %v", fi.Mode().Perm())
 	}
-	if err := SaveProjectRule(cwd, Rule{Server: "gh"}); err == nil {
+	// Edited behind the user's back (or cloned): not in force until approved.
+	os.WriteFile(ProjectRulesPath(cwd), []byte(`{"allow":[{"server":"gh","tool":"delete_repo"}]}`), 0o644)
+	l, err = LoadRules(user, ProjectRulesPath(cwd), store)
+	if err != nil || len(l.Rules) != 1 || len(l.Untrusted) != 1 || l.Summary() != "gh: delete_repo" || l.Hash == "" {
+		t.Fatalf("untrusted file loaded as %+v, %v", l, err)
+	}
+	// Saving beside an untrusted file does not trust it.
+	if err := SaveProjectRule(cwd, Rule{Server: "gh", ReadOnlyTools: true}, store); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ = LoadRules("", ProjectRulesPath(cwd), store); len(l.Rules) != 0 || len(l.Untrusted) != 2 {
+		t.Errorf("after a save beside an untrusted file: %+v", l)
+	}
+	if err := store.Approve(l.ProjectPath, l.Hash); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ = LoadRules("", ProjectRulesPath(cwd), store); len(l.Rules) != 2 || len(l.Untrusted) != 0 {
+		t.Errorf("after approval: %+v", l)
+	}
+	if l, _ = LoadRules("", ProjectRulesPath(cwd), nil); len(l.Rules) != 0 || len(l.Untrusted) != 2 {
+		t.Errorf("a nil store trusted the file: %+v", l)
+	}
+	if err := SaveProjectRule(cwd, Rule{Server: "gh"}, store); err == nil {
 		t.Error("saved a rule naming nothing")
 	}
 	for _, bad := range []string{`{"allow":[{"server":"x"}]}`, `{"alow":[]}`, `{"allow":[{"server":"x","tool":"t","readOnlyTools":true}]}`, `{`, `{}{}`} {
 		os.WriteFile(user, []byte(bad), 0o644)
-		if _, err := LoadRules(user, ""); err == nil || !strings.Contains(err.Error(), user) {
+		if _, err := LoadRules(user, "", store); err == nil || !strings.Contains(err.Error(), user) {
 			t.Errorf("%s: %v", bad, err)
 		}
-		if err := SaveProjectRule(filepath.Dir(filepath.Dir(user)), Rule{Server: "a", Tool: "b"}); err != nil && !strings.Contains(err.Error(), "mcp allowances") {
+		if err := SaveProjectRule(filepath.Dir(filepath.Dir(user)), Rule{Server: "a", Tool: "b"}, store); err != nil && !strings.Contains(err.Error(), "mcp allowances") {
 			t.Errorf("save beside a bad file: %v", err)
 		}
 	}
-	if rs, err := LoadRules("", filepath.Join(dir, "missing.json")); err != nil || len(rs) != 0 {
-		t.Errorf("missing: %v %v", rs, err)
+	if l, err := LoadRules("", filepath.Join(dir, "missing.json"), store); err != nil || len(l.Rules)+len(l.Untrusted) != 0 {
+		t.Errorf("missing: %+v %v", l, err)
 	}
 	if UserRulesPath("") != "" || UserRulesPath("/h/.config/dsh-acp/permissions.json") != "/h/.config/dsh-acp/mcp.json" {
 		t.Error("UserRulesPath")
