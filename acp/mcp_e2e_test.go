@@ -17,6 +17,7 @@ import (
 	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
+	"github.com/dsh-acp/dsh-acp/internal/eventually"
 	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/internal/mcp/mcptest"
 )
@@ -130,17 +131,10 @@ func (f *mcpFixture) recorded() string {
 // waitRecorded waits until the server recorded line.
 func waitRecorded(t *testing.T, path, line string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	eventually.True(t, 20*time.Second, func() bool {
 		b, _ := os.ReadFile(path)
-		if slices.Contains(strings.Split(string(b), "\n"), line) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the MCP server never recorded %q; it recorded %q", line, b)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return slices.Contains(strings.Split(string(b), "\n"), line)
+	}, "the MCP server never recorded %q", line)
 }
 
 // cardView is what a client keeps of a card: its final title, kind,

@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
+	"github.com/dsh-acp/dsh-acp/internal/eventually"
 )
 
 func TestMain(m *testing.M) {
@@ -78,16 +80,6 @@ func (f *fixture) recorded() []string {
 func (f *fixture) waitRecorded(line string) {
 	f.t.Helper()
 	want := strings.ReplaceAll(line, " ", "_")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		for _, l := range f.recorded() {
-			if l == want {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("the server never recorded %q; it recorded %v", line, f.recorded())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually.True(f.t, 10*time.Second, func() bool { return slices.Contains(f.recorded(), want) },
+		"the server never recorded %q", line)
 }
