@@ -61,8 +61,17 @@ func (s *Server) opened(id string) {
 		_, version := ss.catalog.list()
 		stale = ss.optionsVersion != version
 	}
+	waiting := ss.afterOpened
+	ss.afterOpened = nil
 	ss.mu.Unlock()
 	ss.send(availableCommands())
+	if len(waiting) > 0 {
+		go func() { // they may wait (for MCP servers to connect): not on the writer
+			for _, fn := range waiting {
+				fn()
+			}
+		}()
+	}
 	if stale {
 		ss.sendConfigOptions()
 	}
@@ -77,4 +86,14 @@ func usageCost(amount float64, currency string) *sdk.Cost {
 		return nil
 	}
 	return &sdk.Cost{Amount: amount, Currency: currency}
+}
+
+// afterOpen runs fn, on a goroutine of its own, once the reply that opened
+// the session was written (after its slash commands), with whatever else
+// was queued before it. Call it from the handler of the request that opens
+// the session, before it returns.
+func (ss *session) afterOpen(fn func()) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.afterOpened = append(ss.afterOpened, fn)
 }

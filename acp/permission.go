@@ -12,6 +12,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/internal/agent"
 	"github.com/dsh-acp/dsh-acp/internal/event"
+	"github.com/dsh-acp/dsh-acp/internal/mcp"
 	"github.com/dsh-acp/dsh-acp/internal/permission"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
@@ -34,6 +35,7 @@ type permissions struct {
 	mu    sync.Mutex
 	mode  permission.Mode
 	allow []string
+	tools []mcp.Rule // MCP tools always allowed in this session
 }
 
 func (p *permissions) currentMode() permission.Mode {
@@ -90,12 +92,18 @@ func (p *permissions) restore(state map[string]json.RawMessage) {
 type approver struct {
 	ss     *session
 	client permissionClient
-	tools  *tools.Registry
+	tools  needer
 	// userRules is the user's rule file; the project's is in the cwd.
 	userRules string
 	// trust holds the project rule files the user approved; a project
 	// file's allow rules apply only once its exact content is approved.
 	trust *permission.TrustStore
+}
+
+// needer says what a call needs; *tools.Registry and the session's
+// toolbox satisfy it.
+type needer interface {
+	Needs(name string, args json.RawMessage) (tools.Need, error)
 }
 
 // permissionClient asks the client; *sdk.AgentSideConnection satisfies it.
@@ -119,6 +127,8 @@ func (a *approver) Approve(ctx context.Context, s tools.Session, call event.Tool
 			return agent.Approval{Verdict: agent.Allow} // the tool reports the empty command
 		}
 		return a.judgeCommand(ctx, s, call, need)
+	case need.Kind == tools.NeedTool:
+		return a.judgeTool(call, need)
 	}
 	return a.judgeOther(ctx, call, need)
 }

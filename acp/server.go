@@ -23,6 +23,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/acp/ingress"
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/mcp"
 	"github.com/dsh-acp/dsh-acp/internal/permission"
 	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/replay"
@@ -63,7 +64,8 @@ type Config struct {
 	// DefaultMode is a new session's permission mode (default ask).
 	DefaultMode permission.Mode
 	// UserRules is the user's permission rule file ("" for none); each
-	// session's project file is read from its cwd.
+	// session's project file is read from its cwd. The user's MCP
+	// allowance file sits beside it (mcp.UserRulesPath).
 	UserRules string
 	// TrustDir keeps the project rule files the user approved (see
 	// permission.TrustStore); empty means none is ever trusted, so project
@@ -74,6 +76,11 @@ type Config struct {
 	// whenever a prompt needs it (see AuthConfig); Model is then the first
 	// answer.
 	Auth *AuthConfig
+
+	// MCP is how each session's MCP servers are started and called (the
+	// zero value works; Logger and the client name default to the
+	// daemon's).
+	MCP mcp.Config
 }
 
 func (c *Config) defaults() {
@@ -220,9 +227,12 @@ func (s *Server) shutdown() error {
 	s.turns.cancelAll()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()
-	// Processes die while the cancelled turns answer.
+	// Processes die while the cancelled turns answer: commands and MCP
+	// servers alike.
 	killed := make(chan error, 1)
 	go func() { killed <- s.cfg.Executor.Shutdown(ctx) }()
+	mcpDone := make(chan struct{})
+	go func() { closeAllMCP(ctx, s.openSessions()); close(mcpDone) }()
 	if n := s.calls.wait(ctx); n > 0 {
 		s.log.Warn("exiting with requests unanswered", zap.Int("count", n))
 	}
@@ -236,6 +246,7 @@ func (s *Server) shutdown() error {
 	}
 	s.mu.Unlock()
 	err := <-killed
+	<-mcpDone
 	s.stopNotices()
 	// The cancelled turns still record their last events (the killed
 	// command's result, the turn end) before the journals close.
@@ -281,6 +292,7 @@ func (s *Server) Initialize(ctx context.Context, p sdk.InitializeRequest) (resp 
 			PromptCapabilities: sdk.PromptCapabilities{
 				EmbeddedContext: true,
 			},
+			McpCapabilities: sdk.McpCapabilities{Http: true},
 			SessionCapabilities: sdk.SessionCapabilities{
 				List:   &sdk.SessionListCapabilities{},
 				Resume: &sdk.SessionResumeCapabilities{},
@@ -325,11 +337,12 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (resp 
 		return resp, sdk.NewInternalError(map[string]any{"error": "cannot create the session journal: " + err.Error()})
 	}
 	ss := s.newSession(id, filepath.Clean(p.Cwd), j)
+	s.startMCP(ss, p.McpServers) // before a prompt can find the session
 	if err := s.register(ss); err != nil {
 		ss.close(ctx)
 		return resp, err
 	}
-	s.log.Info("session/new", zap.String("session", id))
+	s.log.Info("session/new", zap.String("session", id), zap.Int("mcpServers", len(p.McpServers)))
 	if s.catalog != nil {
 		s.catalog.wait(ctx, s.cfg.ModelsWait)
 	}
@@ -476,6 +489,7 @@ func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (res
 	if err != nil {
 		return resp, err
 	}
+	s.startMCP(ss, p.McpServers)
 	return sdk.LoadSessionResponse{Modes: modeState(ss.perms.currentMode()), ConfigOptions: ss.configOptions()}, nil
 }
 
@@ -486,6 +500,7 @@ func (s *Server) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) 
 	if err != nil {
 		return resp, err
 	}
+	s.startMCP(ss, p.McpServers)
 	return sdk.ResumeSessionResponse{Modes: modeState(ss.perms.currentMode()), ConfigOptions: ss.configOptions()}, nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/internal/agent"
 	"github.com/dsh-acp/dsh-acp/internal/event"
+	"github.com/dsh-acp/dsh-acp/internal/mcp"
 	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/replay"
 )
@@ -29,13 +30,16 @@ type session struct {
 	journalSink *journalSink
 	perms       *permissions
 	title       *titler
+	box         *mcp.Toolbox // the daemon's tools and the session's MCP tools
 	log         *zap.Logger
 	catalog     *modelCatalog          // the provider's models, for the model option
 	window      func(model string) int // a model's context window
 
-	mu      sync.Mutex
-	closed  bool
-	running sync.WaitGroup // this session's turns in flight
+	mu          sync.Mutex
+	afterOpened []func() // what waits for the reply that opened the session (afterOpen)
+	closed      bool
+	mcp         *sessionMCP    // nil without MCP servers
+	running     sync.WaitGroup // this session's turns in flight
 	// announced: the reply that opened the session went out (and with it
 	// the commands); optionsVersion: the model catalog version the client
 	// last got.
@@ -83,25 +87,27 @@ func (f fanout) Emit(ev event.Event) {
 
 func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
 	ss := &session{id: id, cwd: cwd, journal: j, updates: s.updates, log: s.log,
-		perms: &permissions{mode: s.cfg.DefaultMode}, catalog: s.catalog, window: s.cfg.Agent.ContextWindow}
-	ss.present = s.presenter(id, cwd, s.updates, false)
+		perms: &permissions{mode: s.cfg.DefaultMode}, catalog: s.catalog, window: s.cfg.Agent.ContextWindow,
+		box: mcp.NewToolbox(s.cfg.Tools)}
+	ss.present = s.presenter(id, cwd, s.updates, ss.box, false)
 	ss.title = &titler{send: ss.send}
 	ss.journalSink = newJournalSink(j, s.log, id, ss.present)
 	sink := fanout{ss.title, ss.present, ss.journalSink}
-	ap := &approver{ss: ss, client: s.conn, tools: s.cfg.Tools, userRules: s.cfg.UserRules, trust: s.trust}
-	ss.agent = agent.NewSession(id, cwd, s.models, s.cfg.Tools, sink, ap, s.cfg.Agent)
+	ap := &approver{ss: ss, client: s.conn, tools: ss.box, userRules: s.cfg.UserRules, trust: s.trust}
+	ss.agent = agent.NewSession(id, cwd, s.models, ss.box, sink, ap, s.cfg.Agent)
 	return ss
 }
 
-// presenter is a presenter for session id drawing through w, with the
-// client's capabilities; replay marks one that draws a recorded session.
-func (s *Server) presenter(id, cwd string, w *updateWriter, replay bool) *presentation.Presenter {
+// presenter is a presenter for session id drawing through w with cards,
+// with the client's capabilities; replay marks one that draws a recorded
+// session.
+func (s *Server) presenter(id, cwd string, w *updateWriter, cards presentation.CardIntents, replay bool) *presentation.Presenter {
 	s.mu.Lock()
 	caps := s.caps
 	s.mu.Unlock()
 	return presentation.NewPresenter(presentation.PresenterOptions{
 		Send:   func(u sdk.SessionUpdate) { sendUpdate(w, id, s.log, u) },
-		Cards:  s.cfg.Tools,
+		Cards:  cards,
 		Caps:   caps,
 		Cwd:    cwd,
 		Flush:  presentation.FlushPolicy{Interval: s.cfg.CardFlushInterval, Bytes: s.cfg.CardFlushBytes},
@@ -121,6 +127,7 @@ func (ss *session) prompt(ctx context.Context, blocks []sdk.ContentBlock) event.
 	if cmd, ok := isDirect(firstText(pb)); ok && len(pb) == 1 {
 		reason, err = ss.agent.RunDirect(ctx, cmd)
 	} else {
+		ss.syncTools(ctx)
 		reason, err = ss.agent.PromptBlocks(ctx, pb)
 	}
 	if err != nil {
@@ -130,13 +137,14 @@ func (ss *session) prompt(ctx context.Context, blocks []sdk.ContentBlock) event.
 }
 
 // close refuses new turns, waits (until ctx ends) for the running one to
-// record its last events — its turns must already be cancelled — and
-// closes the journal.
+// record its last events — its turns must already be cancelled — stops
+// its MCP servers and closes the journal.
 func (ss *session) close(ctx context.Context) {
 	ss.mu.Lock()
 	ss.closed = true
 	ss.mu.Unlock()
 	waitBounded(ctx, &ss.running)
+	ss.closeMCP(ctx)
 	ss.closeOnce.Do(func() {
 		ss.journalSink.close()
 		if err := ss.journal.Close(); err != nil {
@@ -236,6 +244,9 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 			return settler.Push(rec.Event)
 		case rec.State != nil:
 			r.state[rec.State.Key] = rec.State.Value
+			if strings.HasPrefix(rec.State.Key, mcp.StatePrefix) {
+				r.session().learnState(rec.State.Key, rec.State.Value) // before the calls it draws
+			}
 		}
 		return nil
 	})
@@ -256,6 +267,7 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 		return nil, r.drawFailed
 	}
 	ss.perms.restore(r.state)
+	ss.perms.restoreTools(r.state)
 	if r.firstPrompt != nil {
 		if replayToClient {
 			ss.title.announce(*r.firstPrompt) // the title session/list shows, again
@@ -314,7 +326,7 @@ func (r *reopening) session() *session {
 				drawCwd = r.cwd
 			}
 			r.batch = &lineBatch{w: r.server.updates.w}
-			p := r.server.presenter(r.id, drawCwd, newUpdateWriter(r.batch), true)
+			p := r.server.presenter(r.id, drawCwd, newUpdateWriter(r.batch), r.ss.box, true)
 			r.drawQ = make(chan event.Event, 4096)
 			r.drawDone = make(chan struct{})
 			go r.drawer(p)

@@ -26,6 +26,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/acp"
 	"github.com/dsh-acp/dsh-acp/executor/local"
 	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/mcp"
 	"github.com/dsh-acp/dsh-acp/internal/permission"
 	"github.com/dsh-acp/dsh-acp/replay"
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -156,6 +157,15 @@ func serve(cfg config) error {
 		MaxLine:     cfg.MaxLine,
 		UserRules:   userRulesPath(),
 		TrustDir:    filepath.Join(cfg.StateDir, "trust"),
+		MCP: mcp.Config{
+			// The servers Zed names get what commands get: the daemon's
+			// environment without credentials, plus the variables Zed gives.
+			Env:         local.ScrubEnv(os.Environ(), cfg.AllowEnv, secrets),
+			Grace:       cfg.KillGrace,
+			OutputLimit: cfg.OutputLimit,
+			Spill:       ex,
+			Logger:      log,
+		},
 	})
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/internal/chat"
 	"github.com/dsh-acp/dsh-acp/internal/event"
+	"github.com/dsh-acp/dsh-acp/internal/mcp"
 	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/replay"
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -46,13 +47,17 @@ func runReplay(args []string) int {
 
 // printSession draws l the way session/load shows it to a client: the
 // events are settled as on load, presented by a replaying presenter with
-// the bash tools' own cards, sent through the wire encoding, and drawn by
+// the tools' own cards (MCP tools' as journaled), sent through the wire encoding, and drawn by
 // the chat client's renderer. Journal warnings follow as notices.
 func printSession(w io.Writer, l *replay.Loaded, color bool) error {
 	r := chat.NewRenderer(w, color)
 	h := l.Header
 	r.Notice("session %s in %s, started %s", h.ID, h.Cwd, h.Created.UTC().Format(time.RFC3339))
 	var sendErr error
+	cards := mcp.NewCards(tools.NewBash(nil, tools.Config{})) // presentation only: runs nothing
+	for k, v := range l.State {
+		cards.LearnState(k, v) // how each MCP tool's cards were drawn
+	}
 	p := presentation.NewPresenter(presentation.PresenterOptions{
 		Send: func(u sdk.SessionUpdate) {
 			wire, err := overTheWire(u)
@@ -62,7 +67,7 @@ func printSession(w io.Writer, l *replay.Loaded, color bool) error {
 			}
 			r.Update(wire)
 		},
-		Cards:  tools.NewBash(nil, tools.Config{}), // presentation only: runs nothing
+		Cards:  cards,
 		Caps:   presentation.Caps{Terminal: true},
 		Cwd:    l.Header.Cwd,
 		Replay: true,
