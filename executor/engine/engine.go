@@ -57,6 +57,7 @@ type task struct {
 	status   executor.TaskStatus
 	exitCode int
 	signal   string
+	limitHit string
 }
 
 // New returns an Engine that starts commands with sp, for cfg (zero fields
@@ -319,7 +320,7 @@ func (e *Engine) finishTask(t *task) {
 	if t.proc.stopped.Load() {
 		t.status = executor.Killed
 	}
-	t.exitCode, t.signal = t.proc.exit.Code, t.proc.exit.Signal
+	t.exitCode, t.signal, t.limitHit = t.proc.exit.Code, t.proc.exit.Signal, t.proc.exit.LimitHit
 	done := executor.TaskDone{ID: t.id, Owner: t.owner, Command: t.command, Status: t.status, ExitCode: t.exitCode, Signal: t.signal}
 	t.mu.Unlock()
 	close(t.done)
@@ -347,8 +348,8 @@ func (e *Engine) Read(id, caller string) (executor.ReadResult, error) {
 	defer t.mu.Unlock()
 	// The status is read before the output: once it is final, all output is
 	// already captured, so this Read returns the rest of it.
-	r := executor.ReadResult{ID: id, Status: t.status, ExitCode: t.exitCode, Signal: t.signal}
-	r.Output, r.Lost, t.cursor, r.SpillPath = t.output.since(t.cursor)
+	r := executor.ReadResult{ID: id, Status: t.status, ExitCode: t.exitCode, Signal: t.signal, LimitHit: t.limitHit}
+	t.cursor = t.output.since(t.cursor, &r)
 	if r.Status != executor.Running {
 		t.output.release() // everything was read
 	}
