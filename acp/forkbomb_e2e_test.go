@@ -14,33 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-acp/dsh-acp/internal/acptest"
 	"github.com/dsh-acp/dsh-acp/internal/eventually"
 	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 )
-
-// binaryEnv names a prebuilt daemon binary to test instead of building
-// this tree's (to check that a test fails on an older commit).
-const binaryEnv = "DSH_E2E_BINARY"
-
-// daemonBinary is the binary under test: binaryEnv's, else this tree's.
-func daemonBinary(t *testing.T) string {
-	t.Helper()
-	if bin := os.Getenv(binaryEnv); bin != "" {
-		return bin
-	}
-	return acptest.BuildBinary(t)
-}
-
-// skipOrFail skips with why, or fails when CI=true (a missing component
-// must not pass silently there).
-func skipOrFail(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true: "+format, args...)
-	}
-	t.Skipf(format, args...)
-}
 
 // pidsCgroup creates a pids cgroup limited to max tasks below the test's
 // own, and returns its directory and its cgroup.procs file. On cgroup v2
@@ -173,22 +149,12 @@ func removeCgroup(t *testing.T, dir string) {
 // moves itself in, then execs the daemon), with a scripted model.
 func startDaemonInCgroup(t *testing.T, dir string, model *llmtest.Server, args ...string) *daemon {
 	t.Helper()
-	bin := daemonBinary(t)
 	wrapper := filepath.Join(t.TempDir(), "in-cgroup")
-	script := fmt.Sprintf("#!/bin/sh\necho $$ > %q || exit 97\nexec %q \"$@\"\n", filepath.Join(dir, "cgroup.procs"), bin)
+	script := fmt.Sprintf("#!/bin/sh\necho $$ > %q || exit 97\nexec %q \"$@\"\n", filepath.Join(dir, "cgroup.procs"), daemonBinary(t))
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	state := t.TempDir()
-	env := []string{"DSH_STATE_DIR=" + state, "DEEPSEEK_API_KEY=", "DSH_LOG_LEVEL=debug",
-		"DSH_BASE_URL=" + model.URL(), "DSH_API_KEY=test-key"}
-	a := acptest.Start(t, wrapper, args, env)
-	d := &daemon{Agent: a, t: t, stateDir: state}
-	var init map[string]any
-	if err := a.Call(ctxT(t), "initialize", acptest.InitializeParams(acptest.ZedCapabilities()), &init); err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
-	return d
+	return startModelDaemon(t, wrapper, t.TempDir(), model, args)
 }
 
 // A fork bomb under a pids limit the daemon shares (a container's, a
@@ -255,30 +221,9 @@ func TestE2EForkBombUnderSharedPidsLimit(t *testing.T) {
 	}
 	model.Push(llmtest.Reply("noted"))
 	d.promptExpect(sid, "what happened?", "end_turn")
-	reqs := model.Requests()
-	if len(reqs) == 0 {
-		t.Fatal("the model was never asked")
+	if seen := modelSaw(t, model); !strings.Contains(seen, "[process limit reached") {
+		t.Errorf("the model's text does not say the process limit was reached:\n%s", seen)
 	}
-	var seen strings.Builder
-	for _, m := range reqs[len(reqs)-1].Messages {
-		seen.WriteString(m.Content)
-	}
-	if !strings.Contains(seen.String(), "[process limit reached") {
-		t.Errorf("the model's text does not say the process limit was reached:\n%s", seen.String())
-	}
-}
-
-// newSessionOnly opens a session without waiting for the updates that
-// follow the reply (an older binary under binaryEnv sends none).
-func (d *daemon) newSessionOnly(cwd string) string {
-	d.t.Helper()
-	var r struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := d.Call(ctxT(d.t), "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}, &r); err != nil {
-		d.t.Fatalf("session/new: %v", err)
-	}
-	return r.SessionID
 }
 
 func tailLines(s string, n int) string {
