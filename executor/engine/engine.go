@@ -22,6 +22,7 @@ type Engine struct {
 	spawner Spawner
 	env     []string // base environment + non-interactive settings
 	spills  *spillDir
+	redact  *redactor // nil: no secrets to redact
 	log     *zap.Logger
 
 	mu        sync.Mutex
@@ -84,6 +85,7 @@ func New(sp Spawner, cfg Config) (*Engine, error) {
 		spawner: sp,
 		env:     mergeEnv(cfg.BaseEnv, nonInteractiveEnv),
 		spills:  spills,
+		redact:  newRedactor(cfg.Redact),
 		log:     cfg.Logger,
 		procs:   make(map[*proc]struct{}),
 		tasks:   make(map[string]*task),
@@ -252,6 +254,7 @@ func (e *Engine) Run(ctx context.Context, spec executor.Spec, observe func(execu
 		lv = newLive(observe, liveLimit)
 		w = teeSink{c, lv}
 	}
+	w = newRedactSink(e.redact, w)
 	e.track(p)
 	var timedOut atomic.Bool
 	timer := time.AfterFunc(spec.Timeout, func() {
@@ -308,7 +311,7 @@ func (e *Engine) Start(spec executor.Spec) (string, error) {
 	e.tasks[id] = t
 	e.tmu.Unlock()
 	e.track(p)
-	p.begin(t.output, func() { e.finishTask(t) })
+	p.begin(newRedactSink(e.redact, t.output), func() { e.finishTask(t) })
 	e.log.Debug("task started", zap.String("id", id), zap.String("process", p.p.ID()))
 	return id, nil
 }
