@@ -162,7 +162,12 @@ type Result struct {
 	// executor spills at least whenever it dropped output, and may spill
 	// earlier (so a caller that cuts the text further can name the file).
 	SpillPath string
-	Duration  time.Duration
+	// SpillError says why the complete output could not be saved ("no
+	// space left on device") when the executor meant to spill it and a
+	// file could not be created or written; SpillPath is "" then. It is ""
+	// when nothing failed (a spill past the size cap is not a failure).
+	SpillError string
+	Duration   time.Duration
 }
 
 // Truncated reports whether output was dropped from the in-memory capture.
@@ -204,6 +209,11 @@ type ReadResult struct {
 	// available (always, while it stays complete, once the output outgrew
 	// the executor's spill threshold); "" means unavailable.
 	SpillPath string
+	// SpillError is as for Result: why the complete output could not be
+	// saved, or "".
+	SpillError string
+	// LimitHit is as for Result, set once Status is not Running.
+	LimitHit string
 }
 
 // KillResult is what Kill returns.

@@ -57,6 +57,18 @@ func TestBashOutput(t *testing.T) {
 			status: "completed",
 		},
 		{
+			name:   "lost output that could not be saved",
+			rr:     executor.ReadResult{ID: "bash-3", Output: []byte("tail\n"), Status: executor.Running, Lost: 1, SpillError: "no space left on device"},
+			want:   "tail\n[output truncated: 1 bytes lost; the full output could not be saved: no space left on device]\n[status: running]",
+			status: "running",
+		},
+		{
+			name:   "finished at its process limit",
+			rr:     executor.ReadResult{ID: "bash-3", Status: executor.Completed, LimitHit: "pids"},
+			want:   "(no new output)\n[process limit reached: the command could not start more processes]\n[status: completed, exit code: 0]",
+			status: "completed",
+		},
+		{
 			name:   "model cap",
 			cfg:    tools.Config{OutputLimit: 100},
 			rr:     executor.ReadResult{ID: "bash-3", Output: []byte(strings.Repeat("y", 100) + "Z"), Status: executor.Running},

@@ -215,6 +215,19 @@ func TestBashResultText(t *testing.T) {
 			exitCode:  intp(0),
 		},
 		{
+			name:      "executor could not save the full output",
+			res:       executor.Result{Stdout: []byte("tail\n"), Dropped: 10, SpillError: "no space left on device"},
+			want:      "tail\n[output truncated; the full output could not be saved: no space left on device]",
+			truncated: true,
+			exitCode:  intp(0),
+		},
+		{
+			name:     "process limit reached",
+			res:      executor.Result{Stderr: []byte("fork: retry: Resource temporarily unavailable"), LimitHit: "pids"},
+			want:     "[stderr]\nfork: retry: Resource temporarily unavailable\n[process limit reached: the command could not start more processes]",
+			exitCode: intp(0),
+		},
+		{
 			name:     "ANSI escapes and carriage-return redraws",
 			res:      executor.Result{Stdout: []byte("\x1b[1;32mok\x1b[0m\r\n10%\r50%\r100%\n\x1b]0;title\x07done\n")},
 			want:     "ok\n100%\ndone",
@@ -246,7 +259,8 @@ func TestBashResultText(t *testing.T) {
 			if fmt.Sprint(deref(tools.OutcomeOf(res).ExitCode)) != fmt.Sprint(deref(tt.exitCode)) {
 				t.Errorf("ExitCode = %v, want %v", deref(tools.OutcomeOf(res).ExitCode), deref(tt.exitCode))
 			}
-			if tools.OutcomeOf(res).Signal != tt.res.Signal || tools.OutcomeOf(res).TimedOut != tt.res.TimedOut || tools.OutcomeOf(res).SpillPath != tt.res.SpillPath {
+			if tools.OutcomeOf(res).Signal != tt.res.Signal || tools.OutcomeOf(res).TimedOut != tt.res.TimedOut || tools.OutcomeOf(res).SpillPath != tt.res.SpillPath ||
+				tools.OutcomeOf(res).SpillError != tt.res.SpillError || tools.OutcomeOf(res).LimitHit != tt.res.LimitHit {
 				t.Errorf("structured fields %+v do not match %+v", res, tt.res)
 			}
 		})
@@ -288,11 +302,12 @@ func TestBashCapKeepsValidUTF8AndMarkers(t *testing.T) {
 func TestBashCardOutput(t *testing.T) {
 	euro := []byte("€") // 3 bytes
 	tests := []struct {
-		name   string
-		limit  int
-		spill  string
-		chunks []executor.Chunk
-		want   string
+		name     string
+		limit    int
+		spill    string
+		spillErr string
+		chunks   []executor.Chunk
+		want     string
 	}{
 		{
 			name:   "raw, ANSI kept",
@@ -343,11 +358,18 @@ func TestBashCardOutput(t *testing.T) {
 			chunks: []executor.Chunk{{Stream: executor.Stdout, Data: []byte("abc\n")}},
 			want:   "ab\n[… 2 bytes not shown; full output: /spill/x.log]\n",
 		},
+		{
+			name:     "the not-shown line says the full output could not be saved",
+			limit:    2,
+			spillErr: "no space left on device",
+			chunks:   []executor.Chunk{{Stream: executor.Stdout, Data: []byte("abc\n")}},
+			want:     "ab\n[… 2 bytes not shown; the full output could not be saved: no space left on device]\n",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ex := executorfake.New()
-			ex.Chunks, ex.Result = tt.chunks, executor.Result{SpillPath: tt.spill}
+			ex.Chunks, ex.Result = tt.chunks, executor.Result{SpillPath: tt.spill, SpillError: tt.spillErr}
 			var got []string
 			res := call(t, ex, tools.Config{CardOutputLimit: tt.limit}, "bash", `{"command":"x","description":"y"}`,
 				func(s string) { got = append(got, s) })

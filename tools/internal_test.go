@@ -12,10 +12,10 @@ func TestCardStreamIgnoresChunksAfterClose(t *testing.T) {
 	var streamed strings.Builder
 	c := newCardStream(100, func(s string) { streamed.WriteString(s) })
 	c.observe(executor.Chunk{Stream: executor.Stdout, Data: []byte("before\n")})
-	got := c.close("")
+	got := c.close("", "")
 	c.observe(executor.Chunk{Stream: executor.Stdout, Data: []byte("late\n")})
-	if got != "before\n" || c.close("") != got || streamed.String() != got {
-		t.Errorf("close = %q, second close %q, streamed %q", got, c.close(""), streamed.String())
+	if got != "before\n" || c.close("", "") != got || streamed.String() != got {
+		t.Errorf("close = %q, second close %q, streamed %q", got, c.close("", ""), streamed.String())
 	}
 }
 
@@ -28,9 +28,9 @@ func TestCardStreamConcurrentLateChunks(t *testing.T) {
 			c.observe(executor.Chunk{Stream: executor.Stderr, Data: []byte("x")})
 		}
 	}()
-	out := c.close("")
+	out := c.close("", "")
 	<-done
-	if c.close("") != out {
+	if c.close("", "") != out {
 		t.Error("output changed after close")
 	}
 }

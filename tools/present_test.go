@@ -110,6 +110,18 @@ func TestPresentResult(t *testing.T) {
 			want: `{"card":"terminal","exitCode":0,"failed":true,"rawOutput":{"exitCode":0,"timedOut":true,"timeoutMs":5},"reason":"timed out after 5ms"}`,
 		},
 		{
+			name: "process limit fails the card and says why",
+			tool: "bash", args: fg,
+			res:  tools.WithOutcome(event.Result{Text: "[process limit reached: the command could not start more processes]"}, tools.Outcome{ExitCode: intp(0), LimitHit: "pids"}),
+			want: `{"card":"terminal","exitCode":0,"failed":true,"rawOutput":{"exitCode":0,"limitHit":"pids"},"reason":"process limit reached: the command could not start more processes"}`,
+		},
+		{
+			name: "process limit and a timeout",
+			tool: "bash", args: fg,
+			res:  tools.WithOutcome(event.Result{Text: "x"}, tools.Outcome{Signal: "SIGTERM", TimedOut: true, TimeoutMs: 3000, LimitHit: "pids"}),
+			want: `{"card":"terminal","signal":"SIGTERM","failed":true,"rawOutput":{"signal":"SIGTERM","timedOut":true,"timeoutMs":3000,"limitHit":"pids"},"reason":"timed out after 3s; process limit reached"}`,
+		},
+		{
 			name: "signal",
 			tool: "bash", args: fg,
 			res:  tools.WithOutcome(event.Result{Text: "[killed by signal: SIGKILL]"}, tools.Outcome{Signal: "SIGKILL"}),

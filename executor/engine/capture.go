@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"errors"
 	"os"
 	"sync"
+	"syscall"
 
 	"go.uber.org/zap"
 
@@ -17,7 +19,8 @@ import (
 // first write past it the ring still holds the complete prefix; it is written
 // to a new spill file and every later write is appended. The file is complete
 // unless a write failed or it passed the size cap, in which case it is
-// removed and never advertised.
+// removed and never advertised; a failure (not the cap) is kept as the
+// spill error the results report.
 //
 // write never fails and never blocks on anything but disk, so the pipes are
 // always drained and a child never gets SIGPIPE from us.
@@ -37,7 +40,8 @@ type capture struct {
 	path   string // absolute; "" until opened
 	rel    string
 	size   int64
-	failed bool // the spill is incomplete or unavailable, for good
+	failed bool   // the spill is incomplete or unavailable, for good
+	errMsg string // why, when a create, write or close failed
 }
 
 type captureOpts struct {
@@ -90,7 +94,7 @@ func (c *capture) spill(p []byte) {
 		f, abs, rel, err := c.spills.create(c.owner, c.base)
 		if err != nil {
 			c.log.Warn("spill unavailable", zap.String("base", c.base), zap.Error(err))
-			c.failed = true
+			c.failed, c.errMsg = true, errText(err)
 			return
 		}
 		c.file, c.path, c.rel = f, abs, rel
@@ -110,6 +114,8 @@ func (c *capture) append(p []byte) {
 		return
 	}
 	if _, err := c.file.Write(p); err != nil {
+		c.log.Warn("spill write failed", zap.String("base", c.base), zap.Error(err))
+		c.errMsg = errText(err)
 		c.abandon(err.Error())
 		return
 	}
@@ -137,7 +143,9 @@ func (c *capture) finish() {
 		return
 	}
 	if err := c.file.Close(); err != nil {
+		c.log.Warn("spill close failed", zap.String("base", c.base), zap.Error(err))
 		c.file = nil // already closed: abandon must not close again
+		c.errMsg = errText(err)
 		c.abandon(err.Error())
 		return
 	}
@@ -159,17 +167,19 @@ func (c *capture) result(r *executor.Result) {
 	defer c.mu.Unlock()
 	r.Dropped = c.all.total - int64(c.all.kept())
 	r.Stdout, r.Stderr, r.Combined = c.out.take(), c.err.take(), c.all.take()
-	r.SpillPath = c.spillPath()
+	r.SpillPath, r.SpillError = c.spillPath(), c.errMsg
 }
 
-// since returns the interleaved output from absolute offset off, how many
-// bytes after off are no longer in memory, the new offset, and the spill
-// path when a complete spill exists.
-func (c *capture) since(off int64) (data []byte, lost, next int64, spill string) {
+// since fills r with the interleaved output from absolute offset off, how
+// many bytes after off are no longer in memory, the spill path when a
+// complete spill exists (else why it failed, if it did), and returns the
+// new offset.
+func (c *capture) since(off int64, r *executor.ReadResult) (next int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	data, lost = c.all.since(off)
-	return data, lost, c.all.total, c.spillPath()
+	r.Output, r.Lost = c.all.since(off)
+	r.SpillPath, r.SpillError = c.spillPath(), c.errMsg
+	return c.all.total
 }
 
 // release frees the in-memory buffers once nothing more will be read.
@@ -177,4 +187,15 @@ func (c *capture) release() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.all.release()
+}
+
+// errText is err as a result may show it: the system's reason alone ("no
+// space left on device") when there is one, never the incomplete file's
+// path.
+func errText(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	return err.Error()
 }

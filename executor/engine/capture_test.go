@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/executor"
 )
@@ -161,8 +164,8 @@ func TestCaptureSpillCap(t *testing.T) {
 	state := t.TempDir()
 	e := newTestExecutor(t, Config{StateDir: state, CaptureBytes: 64 << 10, SpillCap: 1 << 20})
 	res := run(t, e, resolve(t, e, "head -c 3000000 /dev/zero"))
-	if res.SpillPath != "" || res.Dropped != 3000000-64<<10 {
-		t.Errorf("spill %q dropped %d", res.SpillPath, res.Dropped)
+	if res.SpillPath != "" || res.Dropped != 3000000-64<<10 || res.SpillError != "" {
+		t.Errorf("spill %q dropped %d error %q (the cap is not a failure)", res.SpillPath, res.Dropped, res.SpillError)
 	}
 	if files := spillFiles(t, state); len(files) != 0 {
 		t.Errorf("incomplete spill files left: %v", files)
@@ -334,5 +337,43 @@ func TestLiveDelivery(t *testing.T) {
 	}
 	if dropped != 4 {
 		t.Errorf("dropped %d, want 4: %+v", dropped, got)
+	}
+}
+
+// A spill file that cannot be written (here: its writes go to /dev/full,
+// a real ENOSPC) is removed, never advertised, and the result says why the
+// full output could not be saved, without naming the incomplete file.
+func TestCaptureSpillWriteFailureIsReported(t *testing.T) {
+	spills, err := openSpillDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { spills.close() })
+	c := newCapture(captureOpts{size: 4096, streams: true, spills: spills, owner: "s", base: "run-1", spillCap: 1 << 20, spillAfter: 1024, log: zap.NewNop()})
+	c.write(executor.Stdout, bytes.Repeat([]byte("a"), 2000)) // past spillAfter: the spill opens
+	if c.file == nil {
+		t.Fatal("no spill file after the threshold")
+	}
+	path := c.path
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no /dev/full: %v", err)
+	}
+	c.file.Close()
+	c.file = full
+	c.write(executor.Stdout, []byte("more"))
+	c.finish()
+	var res executor.Result
+	c.result(&res)
+	if res.SpillPath != "" || res.SpillError != "no space left on device" {
+		t.Errorf("spill path %q, error %q; want none and the reason", res.SpillPath, res.SpillError)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the incomplete spill file is left: %v", err)
+	}
+	var rr executor.ReadResult
+	c.since(0, &rr)
+	if rr.SpillPath != "" || rr.SpillError != "no space left on device" {
+		t.Errorf("read: spill path %q, error %q", rr.SpillPath, rr.SpillError)
 	}
 }

@@ -60,6 +60,12 @@ type Config struct {
 	// engine adds the non-interactive settings (PAGER=cat, …, DSH_ACP=1)
 	// and then Spec.Env.
 	BaseEnv []string
+	// Redact lists secrets replaced by "[redacted: NAME]" in all output
+	// (live chunks, results, task reads, spill files) before anything
+	// keeps it; values shorter than MinSecretLen are ignored. An executor
+	// passes the values it let into BaseEnv only by an allow list
+	// (AllowedSecrets) and the daemon's API key.
+	Redact []Secret
 	// Logger receives diagnostics (ids, pids, sizes; never output or
 	// commands). Nil means no logging.
 	Logger *zap.Logger
@@ -101,6 +107,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = zap.NewNop()
 	}
 	c.BaseEnv = slices.Clone(c.BaseEnv)
+	c.Redact = slices.Clone(c.Redact)
 	return c, nil
 }
 

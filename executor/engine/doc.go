@@ -38,6 +38,19 @@
 // output from the start; past Config.SpillCap it is removed and never
 // advertised. A quiet command never touches the disk.
 //
+// Before anything keeps output, Config.Redact's secrets are replaced by
+// "[redacted: NAME]" (see Label): the live chunks, the rings (Result and
+// ReadResult) and spill files all see the redacted stream. Each stream is
+// redacted as it arrives; a tail that could still grow into a secret (at
+// most the longest secret less one byte) is held back until the next read
+// decides it, and passed on when the stream ends. Of secrets starting at
+// the same byte the longest wins; values shorter than MinSecretLen are not
+// redacted. AllowedSecrets picks the values an allow list let through the
+// scrub.
+//
+// A spill file that cannot be created or written is removed and the
+// results carry why (Result.SpillError, ReadResult.SpillError).
+//
 // A live observer is fed by one delivery goroutine from a bounded pending
 // buffer, at most one batch per 10 ms while output streams; what it cannot
 // keep up with is dropped and counted in Chunk.Dropped.
@@ -61,4 +74,12 @@
 // The engine cannot stop what its Spawner's group does not contain: with the
 // plain spawner, a process that leaves the group (setsid) escapes the kill.
 // See executor/local and executor/sandbox for what each spawner contains.
+//
+// Redaction matches the exact bytes of a value: a command that encodes,
+// splits with escapes or otherwise transforms a secret (base64, `rev`, ANSI
+// codes between its characters) is not caught; it guards against accidents,
+// not against a command bent on leaking. Holding back a possible secret's
+// start delays those few bytes until more output or the end of the stream;
+// holding back one stream's tail can shift its interleaving with the other
+// stream by those bytes.
 package engine

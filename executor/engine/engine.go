@@ -22,6 +22,7 @@ type Engine struct {
 	spawner Spawner
 	env     []string // base environment + non-interactive settings
 	spills  *spillDir
+	redact  *redactor // nil: no secrets to redact
 	log     *zap.Logger
 
 	mu        sync.Mutex
@@ -57,6 +58,7 @@ type task struct {
 	status   executor.TaskStatus
 	exitCode int
 	signal   string
+	limitHit string
 }
 
 // New returns an Engine that starts commands with sp, for cfg (zero fields
@@ -83,6 +85,7 @@ func New(sp Spawner, cfg Config) (*Engine, error) {
 		spawner: sp,
 		env:     mergeEnv(cfg.BaseEnv, nonInteractiveEnv),
 		spills:  spills,
+		redact:  newRedactor(cfg.Redact),
 		log:     cfg.Logger,
 		procs:   make(map[*proc]struct{}),
 		tasks:   make(map[string]*task),
@@ -251,6 +254,7 @@ func (e *Engine) Run(ctx context.Context, spec executor.Spec, observe func(execu
 		lv = newLive(observe, liveLimit)
 		w = teeSink{c, lv}
 	}
+	w = newRedactSink(e.redact, w)
 	e.track(p)
 	var timedOut atomic.Bool
 	timer := time.AfterFunc(spec.Timeout, func() {
@@ -307,7 +311,7 @@ func (e *Engine) Start(spec executor.Spec) (string, error) {
 	e.tasks[id] = t
 	e.tmu.Unlock()
 	e.track(p)
-	p.begin(t.output, func() { e.finishTask(t) })
+	p.begin(newRedactSink(e.redact, t.output), func() { e.finishTask(t) })
 	e.log.Debug("task started", zap.String("id", id), zap.String("process", p.p.ID()))
 	return id, nil
 }
@@ -319,7 +323,7 @@ func (e *Engine) finishTask(t *task) {
 	if t.proc.stopped.Load() {
 		t.status = executor.Killed
 	}
-	t.exitCode, t.signal = t.proc.exit.Code, t.proc.exit.Signal
+	t.exitCode, t.signal, t.limitHit = t.proc.exit.Code, t.proc.exit.Signal, t.proc.exit.LimitHit
 	done := executor.TaskDone{ID: t.id, Owner: t.owner, Command: t.command, Status: t.status, ExitCode: t.exitCode, Signal: t.signal}
 	t.mu.Unlock()
 	close(t.done)
@@ -347,8 +351,8 @@ func (e *Engine) Read(id, caller string) (executor.ReadResult, error) {
 	defer t.mu.Unlock()
 	// The status is read before the output: once it is final, all output is
 	// already captured, so this Read returns the rest of it.
-	r := executor.ReadResult{ID: id, Status: t.status, ExitCode: t.exitCode, Signal: t.signal}
-	r.Output, r.Lost, t.cursor, r.SpillPath = t.output.since(t.cursor)
+	r := executor.ReadResult{ID: id, Status: t.status, ExitCode: t.exitCode, Signal: t.signal, LimitHit: t.limitHit}
+	t.cursor = t.output.since(t.cursor, &r)
 	if r.Status != executor.Running {
 		t.output.release() // everything was read
 	}

@@ -81,6 +81,9 @@ func (p *proc) pump(f io.ReadCloser, st executor.Stream, w sink) {
 			break
 		}
 	}
+	if fl, ok := w.(flusher); ok {
+		fl.flush(st) // the stream ended: what was held back goes out
+	}
 	readBufs.Put(bp)
 	f.Close()
 	if p.pumpsLeft.Add(-1) == 0 {

@@ -134,12 +134,50 @@ func testWorkdirErrors(t *testing.T, h *harness) {
 		_, runErr := h.e.Run(context.Background(), spec, nil)
 		_, startErr := h.e.Start(spec)
 		for _, err := range []error{runErr, startErr} {
-			if !errors.Is(err, executor.ErrWorkdir) || !strings.Contains(err.Error(), tc.dir) {
-				t.Errorf("workdir %q: error %v, want ErrWorkdir naming it", tc.dir, err)
+			if !errors.Is(err, executor.ErrWorkdir) || !strings.Contains(err.Error(), tc.dir) || strings.Contains(err.Error(), "bash") {
+				t.Errorf("workdir %q: error %v, want ErrWorkdir naming it (and not bash)", tc.dir, err)
 			}
 			if tc.also != nil && !errors.Is(err, tc.also) {
 				t.Errorf("workdir %q: error %v, want also %v", tc.dir, err, tc.also)
 			}
+		}
+	}
+	if id := h.start("", "true"); id != "bash-1" {
+		t.Errorf("first task after failed starts is %q, want bash-1 (a failed start created a task)", id)
+	}
+}
+
+// testWorkdirUnenterable: a working directory the executor's user may not
+// enter (mode 000) is an error wrapping ErrWorkdir that names the
+// directory and says "permission denied" — not bash, which never started.
+// Root may enter any directory, so as root the check runs in a copy of the
+// test process as an unprivileged user (see asUnprivileged), unless
+// Options.Unenterable provides the directory.
+func testWorkdirUnenterable(t *testing.T, h *harness) {
+	var dir string
+	if h.opts.Unenterable != nil {
+		dir = h.opts.Unenterable(t, h.cwd)
+	} else {
+		if asUnprivileged(t) {
+			return
+		}
+		dir = filepath.Join(h.cwd, "locked")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.Chmod(dir, 0o700) }) // so the temp dir can be removed
+	}
+	spec := h.resolve("true")
+	spec.Workdir = dir
+	_, runErr := h.e.Run(context.Background(), spec, nil)
+	_, startErr := h.e.Start(spec)
+	for what, err := range map[string]error{"Run": runErr, "Start": startErr} {
+		if !errors.Is(err, executor.ErrWorkdir) || !errors.Is(err, fs.ErrPermission) ||
+			!strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "permission denied") || strings.Contains(err.Error(), "bash") {
+			t.Errorf("%s in a mode-000 workdir: error %v, want ErrWorkdir naming %s and \"permission denied\"", what, err, dir)
 		}
 	}
 	if id := h.start("", "true"); id != "bash-1" {

@@ -13,7 +13,8 @@
 // checked against real processes: Read, Kill and OwnerOf never block behind
 // a command; the owner is stamped on a task for life; errors are
 // *executor.OwnerError, *executor.UnknownTaskError and wrapped
-// executor.ErrWorkdir / executor.ErrSandbox; TimedOut is set whenever the
+// executor.ErrWorkdir / executor.ErrSandbox (a missing or unenterable
+// workdir named, never bash); TimedOut is set whenever the
 // timer fired; Signal names a signal death; SpillPath names only a complete
 // file; reads are incremental; notices come once per task; Shutdown kills
 // everything; and no process of a command survives it where the executor
@@ -58,6 +59,12 @@ type Options struct {
 	// suite's cleanup of what an unconfined level let escape). Nil kills
 	// local processes.
 	Kill func(marker string)
+	// Unenterable returns a directory below the session cwd that the
+	// executor's commands may not enter (for an executor whose commands
+	// run as another user or on another machine). Nil makes a local
+	// mode-000 directory, and when the test runs as root, runs that check
+	// in a copy of the test process as uid 65534 (root enters anything).
+	Unenterable func(t *testing.T, cwd string) string
 }
 
 // Run runs the whole suite with default Options.
@@ -82,6 +89,7 @@ func RunOptions(t *testing.T, opts Options, newExecutor func(t *testing.T) execu
 		{"RunResults", testRunResults},
 		{"RunWorkdir", testRunWorkdir},
 		{"WorkdirErrors", testWorkdirErrors},
+		{"WorkdirUnenterable", testWorkdirUnenterable},
 		{"RunOtherErrors", testRunOtherErrors},
 		{"NoTerminalNoStdin", testNoTerminalNoStdin},
 		{"Environment", testEnvironment},

@@ -24,7 +24,13 @@
 // Where the daemon can make a pids cgroup, every command (a sandboxed one
 // too) is born in one of its own, below one cgroup for all of the daemon's
 // commands: Limits.Pids per command (1024), Limits.TotalPids for all of them
-// (4096, at most half of pid_max), so the daemon keeps a reserve. On cgroup
+// (4096, at most half of pid_max), so the daemon keeps a reserve. Below a
+// shared budget (a pids.max on the daemon's cgroup or above it: a container,
+// a systemd TasksMax) the daemon keeps a quarter of the room it finds at
+// start (at least 64 tasks, at most half) for its own threads and
+// processes; all commands share the rest and one gets at most half of
+// that, so a fork bomb can starve neither the daemon nor the other
+// commands. On cgroup
 // v2 (pids enabled for the daemon's cgroup) the child is placed with
 // CLONE_INTO_CGROUP; on v1 the spawn thread moves into the command's cgroup
 // before the fork, so the child is born in it either way, with no window.
@@ -53,5 +59,9 @@
 // Without a writable pids cgroup (an unprivileged daemon on cgroup v1, or a
 // v2 cgroup whose pids controller is not delegated) commands run without a
 // process limit. On v1 a fork refused by the total limit is not reported as
-// the command's LimitHit.
+// the command's LimitHit. The shared budget is read once, at start: what
+// other processes in a shared cgroup start later comes out of the
+// daemon's reserve. On cgroup v2 the daemon's own cgroup must have the pids
+// controller enabled for its children (cgroup.subtree_control; e.g. a
+// systemd unit with Delegate=pids); the daemon does not enable it itself.
 package local

@@ -25,14 +25,22 @@ const (
 
 // Limits bounds the processes of commands. Zero fields take the defaults;
 // a negative field means no such limit.
+//
+// Below a shared pids budget (a pids.max on the daemon's cgroup or one
+// above it: a container, a systemd unit's TasksMax) the daemon keeps a
+// reserve for itself: at start it reads the least free room of those
+// cgroups, keeps a quarter of it (at least 64 tasks, at most half), and
+// gives all commands together at most the rest, whatever TotalPids says;
+// one command then gets at most half of what all commands get.
 type Limits struct {
 	// Pids is the most processes and threads one command may have at once
-	// (DefaultPids). A fork past it fails with EAGAIN, and the result says
-	// LimitHit "pids".
+	// (DefaultPids, and at most half of the commands' total). A fork past
+	// it fails with EAGAIN, and the result says LimitHit "pids".
 	Pids int
 	// TotalPids bounds all running commands together (DefaultTotalPids,
-	// and at most half of the kernel's pid_max), so the daemon and the rest
-	// of the machine keep a reserve however many commands run.
+	// at most half of the kernel's pid_max, and at most the shared budget
+	// minus the daemon's reserve), so the daemon and the rest of the
+	// machine keep a reserve however many commands run.
 	TotalPids int
 }
 
@@ -79,10 +87,12 @@ func newLimiter(l Limits, log *zap.Logger) (*limiter, error) {
 	var reasons []string
 	if v2dir != "" {
 		if hasWord(filepath.Join(v2dir, "cgroup.subtree_control"), "pids") {
+			b := bounded(l, room(v2dir, v2Mount(v2dir)))
 			root := filepath.Join(v2dir, name)
-			if err := makeLimited(root, l.TotalPids); err == nil {
+			if err := makeLimited(root, b.TotalPids); err == nil {
 				sweepStale(v2dir)
-				return &limiter{v2: true, root: root, pids: l.Pids, log: log}, nil
+				logLimits(log, b, "v2")
+				return &limiter{v2: true, root: root, pids: b.Pids, log: log}, nil
 			} else {
 				reasons = append(reasons, "cgroup v2: "+err.Error())
 			}
@@ -91,10 +101,12 @@ func newLimiter(l Limits, log *zap.Logger) (*limiter, error) {
 		}
 	}
 	if v1dir != "" {
+		b := bounded(l, room(v1dir, filepath.Join(cgroupBase, "pids")))
 		root := filepath.Join(v1dir, name)
-		if err := makeLimited(root, l.TotalPids); err == nil {
+		if err := makeLimited(root, b.TotalPids); err == nil {
 			sweepStale(v1dir)
-			return &limiter{root: root, home: root, orig: v1dir, pids: l.Pids, log: log}, nil
+			logLimits(log, b, "v1")
+			return &limiter{root: root, home: root, orig: v1dir, pids: b.Pids, log: log}, nil
 		} else {
 			reasons = append(reasons, "cgroup v1 pids: "+err.Error())
 		}
@@ -103,6 +115,92 @@ func newLimiter(l Limits, log *zap.Logger) (*limiter, error) {
 		reasons = append(reasons, "no pids cgroup hierarchy is mounted")
 	}
 	return nil, errors.New(strings.Join(reasons, "; "))
+}
+
+// budget is Limits as they apply below a shared pids budget.
+type budget struct {
+	Limits
+	Room    int // tasks the cgroups above allowed at start; -1: unbounded
+	Reserve int // of Room, kept for the daemon itself
+}
+
+// minReserve is the least of a shared pids budget the daemon keeps for its
+// own threads and processes (Go runtime threads, MCP servers, hooks).
+const minReserve = 64
+
+// reserveOf is what the daemon keeps of room free tasks: a quarter, at
+// least minReserve, at most half.
+func reserveOf(room int) int { return min(max(minReserve, room/4), room/2) }
+
+// bounded fits l below room free tasks (-1: no limit above): the commands
+// together get room minus the daemon's reserve, however TotalPids was
+// set, and one command at most half of what all commands get, so one
+// runaway command leaves room for the others.
+func bounded(l Limits, room int) budget {
+	b := budget{Limits: l, Room: room}
+	if room >= 0 {
+		b.Reserve = reserveOf(room)
+		free := max(room-b.Reserve, 1)
+		if b.TotalPids < 0 || b.TotalPids > free {
+			b.TotalPids = free
+		}
+	}
+	if b.TotalPids > 0 && b.Pids > 0 {
+		b.Pids = min(b.Pids, max(b.TotalPids/2, 1))
+	}
+	return b
+}
+
+// room is how many more tasks the pids cgroups from dir up to the
+// hierarchy's root (mount) allow now: the least pids.max - pids.current
+// of those with a limit, or -1 when none has one.
+func room(dir, mount string) int {
+	free := -1
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if n, ok := readLimit(d); ok {
+			if free < 0 || n < free {
+				free = n
+			}
+		}
+		if d == filepath.Clean(mount) || d == "/" || !strings.HasPrefix(d, filepath.Clean(mount)) {
+			return free
+		}
+	}
+}
+
+// readLimit is pids.max - pids.current of the cgroup dir (at least 0);
+// ok is false when it has no limit.
+func readLimit(dir string) (int, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, "pids.max"))
+	if err != nil {
+		return 0, false
+	}
+	limit, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil { // "max"
+		return 0, false
+	}
+	b, err = os.ReadFile(filepath.Join(dir, "pids.current"))
+	if err != nil {
+		return 0, false
+	}
+	cur, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, false
+	}
+	return max(limit-cur, 0), true
+}
+
+// v2Mount is the cgroup v2 mount dir lies below.
+func v2Mount(dir string) string {
+	if strings.HasPrefix(dir, filepath.Join(cgroupBase, "unified")+"/") || dir == filepath.Join(cgroupBase, "unified") {
+		return filepath.Join(cgroupBase, "unified")
+	}
+	return cgroupBase
+}
+
+func logLimits(log *zap.Logger, b budget, hierarchy string) {
+	log.Info("process limits", zap.String("cgroup", hierarchy), zap.Int("perCommand", b.Pids),
+		zap.Int("allCommands", b.TotalPids), zap.Int("sharedRoom", b.Room), zap.Int("daemonReserve", b.Reserve))
 }
 
 // ownCgroups finds the daemon's cgroup directories: the v2 one and the v1

@@ -53,10 +53,12 @@ type Config struct {
 	// (DefaultSpillMaxAge, 7 days).
 	SpillMaxAge time.Duration
 	// AllowEnv names variables let through the credential scrub
-	// (e.g. GH_TOKEN for gh). See ScrubEnv.
+	// (e.g. GH_TOKEN for gh). See ScrubEnv. The values of those the scrub
+	// would have dropped are redacted from output ("[redacted: GH_TOKEN]").
 	AllowEnv []string
 	// SecretValues are values no command may see (the daemon's API key): a
-	// variable whose value contains one is dropped even if allowed.
+	// variable whose value contains one is dropped even if allowed, and
+	// output that carries one shows "[redacted: API key]".
 	SecretValues []string
 	// Limits bounds each command's processes where the daemon can make a
 	// pids cgroup (the zero value: the defaults).
@@ -66,10 +68,19 @@ type Config struct {
 	Logger *zap.Logger
 }
 
-// Engine returns the engine configuration for c: the same limits, and the
+// APIKeyName names SecretValues in redacted output: "[redacted: API key]".
+const APIKeyName = "API key"
+
+// Engine returns the engine configuration for c: the same limits, the
 // daemon's environment (snapshotted now) scrubbed of credentials as the
-// base environment.
+// base environment, and as secrets to redact from output the values only
+// AllowEnv let through plus SecretValues.
 func (c Config) Engine() engine.Config {
+	env := os.Environ()
+	redact := engine.AllowedSecrets(env, c.AllowEnv)
+	for _, v := range c.SecretValues {
+		redact = append(redact, engine.Secret{Name: APIKeyName, Value: v})
+	}
 	return engine.Config{
 		DefaultTimeout: c.DefaultTimeout,
 		MaxTimeout:     c.MaxTimeout,
@@ -80,7 +91,8 @@ func (c Config) Engine() engine.Config {
 		SpillCap:       c.SpillCap,
 		SpillAfter:     c.SpillAfter,
 		SpillMaxAge:    c.SpillMaxAge,
-		BaseEnv:        ScrubEnv(os.Environ(), c.AllowEnv, c.SecretValues),
+		BaseEnv:        ScrubEnv(env, c.AllowEnv, c.SecretValues),
+		Redact:         redact,
 		Logger:         c.Logger,
 	}
 }

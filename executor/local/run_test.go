@@ -33,8 +33,10 @@ func TestRunEnvironment(t *testing.T) {
 			got[k] = v
 		}
 	}
+	// The allowed token reaches the command; its value is redacted from
+	// the output (it is a secret only the allow list let through).
 	want := map[string]string{
-		"DSH_TEST_PLAIN": "plain", "DSH_TEST_ALLOWED_TOKEN": "allowed", "HOOK_TOKEN": "from-hook",
+		"DSH_TEST_PLAIN": "plain", "DSH_TEST_ALLOWED_TOKEN": "[redacted: DSH_TEST_ALLOWED_TOKEN]", "HOOK_TOKEN": "from-hook",
 		"PAGER": "less", "GIT_PAGER": "cat", "GH_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "GIT_EDITOR": "true",
 		"NO_COLOR": "1", "TERM": "dumb", "CI": "1", "DEBIAN_FRONTEND": "noninteractive", "DSH_ACP": "1",
 	}

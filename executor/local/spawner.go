@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/executor/engine"
@@ -273,11 +274,7 @@ func (s *Spawner) Start(l *Launch) (_ *Process, err error) {
 		for _, c := range l.Keep {
 			c.Close()
 		}
-		var pe *fs.PathError
-		if errors.As(err, &pe) && pe.Op == "chdir" {
-			return nil, fmt.Errorf("%w %q: %w", executor.ErrWorkdir, l.Dir, pe.Err)
-		}
-		return nil, fmt.Errorf("start %s: %w", filepath.Base(l.Path), err)
+		return nil, startError(l, err)
 	}
 	p := newProcess(cmd, outR, errR, l.feeds, l.Keep, s.log)
 	p.cg = cg
@@ -315,7 +312,32 @@ func pipe() (r, w *os.File, err error) {
 	return r, w, nil
 }
 
-// checkWorkdir requires an absolute path to an existing directory.
+// startError is the error of a failed start of l. The child reports every
+// failure before exec (its chdir included) as "fork/exec <program>", which
+// would name bash for a directory it cannot enter: when a directory is the
+// cause, the error wraps executor.ErrWorkdir and names it instead.
+func startError(l *Launch, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && (pe.Op == "chdir" || pe.Op == "fork/exec") {
+		for _, dir := range []string{l.Workdir, l.Dir} {
+			if dir == "" {
+				continue
+			}
+			if werr := checkWorkdir(dir); werr != nil {
+				return werr
+			}
+		}
+		if pe.Op == "chdir" {
+			return fmt.Errorf("%w %q: %w", executor.ErrWorkdir, l.Dir, pe.Err)
+		}
+	}
+	return fmt.Errorf("start %s: %w", filepath.Base(l.Path), err)
+}
+
+// checkWorkdir requires an absolute path to an existing directory the
+// daemon may enter (search permission, as chdir needs it). Its errors wrap
+// executor.ErrWorkdir, name the directory and say why, e.g.
+// `invalid working directory "/p/locked": permission denied`.
 func checkWorkdir(dir string) error {
 	if !filepath.IsAbs(dir) {
 		return fmt.Errorf("%w %q: not an absolute path", executor.ErrWorkdir, dir)
@@ -330,6 +352,9 @@ func checkWorkdir(dir string) error {
 	}
 	if !fi.IsDir() {
 		return fmt.Errorf("%w %q: not a directory", executor.ErrWorkdir, dir)
+	}
+	if err := unix.Faccessat(unix.AT_FDCWD, dir, unix.X_OK, unix.AT_EACCESS); err != nil {
+		return fmt.Errorf("%w %q: %w", executor.ErrWorkdir, dir, err)
 	}
 	return nil
 }
