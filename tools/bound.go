@@ -22,7 +22,7 @@ func CapText(text string, limit int, spillPath string) (capped string, cut bool)
 	if n <= limit {
 		return text, false
 	}
-	marker := truncationMarker(spillPath)
+	marker := truncationMarker(spillPath, "")
 	// The omission line is at its longest when everything is omitted; a
 	// newline ends the head and another the omission line.
 	reserve := 1 + utf8.RuneCountInString(headOmission(n)) + 1 + utf8.RuneCountInString(marker)
