@@ -17,25 +17,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Default process limits.
-const (
-	DefaultPids      = 1024
-	DefaultTotalPids = 4096
-)
-
-// Limits bounds the processes of commands. Zero fields take the defaults;
-// a negative field means no such limit.
-type Limits struct {
-	// Pids is the most processes and threads one command may have at once
-	// (DefaultPids). A fork past it fails with EAGAIN, and the result says
-	// LimitHit "pids".
-	Pids int
-	// TotalPids bounds all running commands together (DefaultTotalPids,
-	// and at most half of the kernel's pid_max), so the daemon and the rest
-	// of the machine keep a reserve however many commands run.
-	TotalPids int
-}
-
 // limiter puts each command in a pids cgroup of its own below one cgroup
 // for all of the daemon's commands: cgroup v2 (the child is born in it,
 // CLONE_INTO_CGROUP) where the pids controller is enabled for the daemon's
