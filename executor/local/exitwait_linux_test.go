@@ -82,6 +82,21 @@ func (p *pidfdExits) Close() error {
 	return nil
 }
 
+// requirePidfd skips (fails under CI=true) where the kernel has no
+// pidfd_open (before Linux 5.3).
+func requirePidfd(t *testing.T) {
+	t.Helper()
+	fd, err := unix.PidfdOpen(os.Getpid(), 0)
+	if err == nil {
+		unix.Close(fd)
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true and pidfd_open fails: %v", err)
+	}
+	t.Skipf("pidfd_open fails (Linux before 5.3?): %v", err)
+}
+
 // procStat reads a process's state letter and parent from /proc/pid/stat.
 func procStat(pid int) (state string, ppid int, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -104,6 +119,7 @@ func procStat(pid int) (state string, ppid int, err error) {
 // kqueue calls — alternating early and late watches.
 func newKqueueShapedExecutor(t *testing.T, counts *pathCounts) *Executor {
 	t.Helper()
+	requirePidfd(t)
 	sp, err := NewSpawner(SpawnerConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -149,6 +165,7 @@ func TestConformanceKqueueShaped(t *testing.T) {
 func TestKqueueShapedLeftoverKilledAfterExit(t *testing.T) {
 	for _, late := range []bool{false, true} {
 		t.Run(fmt.Sprintf("late watch %v", late), func(t *testing.T) {
+			requirePidfd(t)
 			var counts pathCounts
 			sp, err := NewSpawner(SpawnerConfig{})
 			if err != nil {
