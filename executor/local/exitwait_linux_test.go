@@ -153,7 +153,7 @@ func TestConformanceKqueueShaped(t *testing.T) {
 	executortest.Run(t, func(t *testing.T) executor.Executor {
 		return newKqueueShapedExecutor(t, &counts)
 	})
-	if counts.events.Load() == 0 || counts.refused.Load() == 0 {
+	if !executortest.Rerun() && (counts.events.Load() == 0 || counts.refused.Load() == 0) {
 		t.Errorf("exits seen by event %d, by a refused watch %d; want both paths taken", counts.events.Load(), counts.refused.Load())
 	}
 	t.Logf("exits seen by event %d, by a refused watch %d", counts.events.Load(), counts.refused.Load())
