@@ -146,6 +146,9 @@ func TestCancelledCardCarriesSignalAndReason(t *testing.T) {
 	marker := acptest.NewMarker()
 	reply := startCommand(t, d, sid, "export M="+marker+"; echo started; sleep 600")
 	waitMarkedProcs(t, marker, 1)
+	// Running, not just spawned: a sandbox still being set up has no
+	// command for the TERM to reach (executor/sandbox's known limits).
+	d.waitFor(func() bool { return d.count(sid, "tool_call_update", "started") > 0 })
 	if err := d.Notify(ctxT(t), "session/cancel", map[string]any{"sessionId": sid}); err != nil {
 		t.Fatal(err)
 	}

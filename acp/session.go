@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	sdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/zap"
@@ -32,6 +33,10 @@ type session struct {
 	log         *zap.Logger
 	catalog     *modelCatalog          // the provider's models, for the model option
 	window      func(model string) int // a model's context window
+	sandboxes   sandboxes              // the levels the daemon offers
+	// sandboxExplicit: the session's level was asked for, not chosen
+	// (the level itself is the agent's, agent.Session.Sandbox).
+	sandboxExplicit atomic.Bool
 
 	mu      sync.Mutex
 	closed  bool
@@ -83,7 +88,8 @@ func (f fanout) Emit(ev event.Event) {
 
 func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
 	ss := &session{id: id, cwd: cwd, journal: j, updates: s.updates, log: s.log,
-		perms: &permissions{mode: s.cfg.DefaultMode}, catalog: s.catalog, window: s.cfg.Agent.ContextWindow}
+		perms: &permissions{mode: s.cfg.DefaultMode}, catalog: s.catalog, window: s.cfg.Agent.ContextWindow,
+		sandboxes: s.sandbox}
 	ss.present = s.presenter(id, cwd, s.updates, false)
 	ss.title = &titler{send: ss.send}
 	ss.journalSink = newJournalSink(j, s.log, id, ss.present)
@@ -256,6 +262,7 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 		return nil, r.drawFailed
 	}
 	ss.perms.restore(r.state)
+	ss.startSandbox(r.state, false)
 	if r.firstPrompt != nil {
 		if replayToClient {
 			ss.title.announce(*r.firstPrompt) // the title session/list shows, again

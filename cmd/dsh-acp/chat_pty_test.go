@@ -64,8 +64,9 @@ func waitProcs(t *testing.T, marker string, n int) {
 func TestChatOnATerminal(t *testing.T) {
 	bin := acptest.BuildBinary(t)
 	state := t.TempDir()
-	p := startTerm(t, t.TempDir(), bin, chatEnv(t, state, "DSH_LOG_LEVEL=debug"), "chat")
-	p.expect("dsh-acp chat · model deepseek-chat · mode ask · sandbox none · session ")
+	// The sandbox flag is forwarded to the agent, whose option the banner shows.
+	p := startTerm(t, t.TempDir(), bin, chatEnv(t, state, "DSH_LOG_LEVEL=debug"), "chat", "--sandbox=off")
+	p.expect("dsh-acp chat · model deepseek-chat · mode ask · sandbox off · session ")
 	p.expect(" · Ctrl-D quits, Ctrl-C cancels\r\n> ")
 	p.typeIn("abandoned words")
 	p.expect("abandoned words")

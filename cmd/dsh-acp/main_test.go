@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
 	"github.com/dsh-acp/dsh-acp/internal/eventually"
 )
@@ -146,5 +147,40 @@ func TestChatCtrlCCancelsTheTurn(t *testing.T) {
 	in.Close()
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("chat exit: %v\n%s", err, out.String())
+	}
+}
+
+func TestSandboxFlag(t *testing.T) {
+	tests := []struct {
+		args []string
+		env  string
+		want executor.Level
+		bad  bool
+	}{
+		{want: ""},
+		{args: []string{"--sandbox", "auto"}, want: ""},
+		{args: []string{"--sandbox", "read-only"}, want: executor.LevelReadOnly},
+		{args: []string{"--sandbox=Workspace-Network"}, want: executor.LevelWorkspaceNetwork},
+		{env: "off", want: executor.LevelOff},
+		{env: "workspace", args: []string{"--sandbox", "read-only"}, want: executor.LevelReadOnly},
+		{env: "auto", want: ""},
+		{args: []string{"--sandbox", "none"}, bad: true},
+		{env: "strict", bad: true},
+	}
+	for _, tc := range tests {
+		lookup := func(k string) (string, bool) {
+			if k == "DSH_SANDBOX" && tc.env != "" {
+				return tc.env, true
+			}
+			return "", false
+		}
+		var usage bytes.Buffer
+		c, err := parseConfig("dsh-acp", tc.args, lookup, &usage)
+		switch {
+		case tc.bad && (err == nil || !strings.Contains(err.Error(), "--sandbox")):
+			t.Errorf("%v env %q: error %v, want a --sandbox error", tc.args, tc.env, err)
+		case !tc.bad && (err != nil || c.Sandbox != tc.want):
+			t.Errorf("%v env %q: level %q (%v), want %q", tc.args, tc.env, c.Sandbox, err, tc.want)
+		}
 	}
 }

@@ -19,6 +19,7 @@ func (s *Session) Command(ctx context.Context, text string, run func(ctx context
 	}
 	defer s.release()
 	s.record(event.Command{Text: text})
+	s.tellInfos()
 	if reply := run(ctx); reply != "" {
 		s.record(event.Info{Text: reply})
 	}
@@ -38,6 +39,7 @@ func (s *Session) Compact(ctx context.Context, text string) event.StopReason {
 	}
 	defer s.release()
 	s.record(event.Command{Text: text})
+	s.tellInfos()
 	s.refreshSystem()
 	model := s.Model()
 	req := s.request(model)

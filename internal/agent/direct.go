@@ -40,10 +40,11 @@ func (s *Session) RunDirect(ctx context.Context, command string) (event.StopReas
 	}
 	call := event.ToolCall{ID: directID(), Name: DirectTool, Args: args, Direct: true}
 	s.record(event.UserPrompt{Text: "!" + command})
+	s.tellInfos()
 	s.record(call)
 	res, stop := errorResult("the bash tool is not available in this session"), event.EndTurn
 	if tool, ok := s.box.Lookup(DirectTool); ok {
-		res = s.runTool(ctx, tool, call)
+		res = s.runTool(ctx, tool, call, "")
 		if ctx.Err() != nil {
 			res, stop = cancelledResult(res), event.Cancelled
 		}
