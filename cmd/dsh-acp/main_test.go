@@ -134,8 +134,10 @@ func TestChatCtrlCCancelsTheTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	io.WriteString(in, "!sleep 600\n")
-	waitOutput(t, &out, "┌ sleep 600")
+	io.WriteString(in, "!echo started; sleep 600\n")
+	// Running, not just spawned: a sandbox still being set up has no
+	// command for the TERM to reach (executor/sandbox's known limits).
+	waitOutput(t, &out, "│ started")
 	cmd.Process.Signal(syscall.SIGINT)
 	waitOutput(t, &out, "[cancelled]")
 	// The card says why, inside it, and ends with the signal that stopped it.
