@@ -20,7 +20,8 @@ import (
 // RenderPrompt): model requests and tool calls until the model answers
 // without tool calls, the turn limit is reached, the provider stops it, or
 // ctx is cancelled. It emits UserPrompt first and TurnEnd last; right after
-// the UserPrompt, an Instructions event when the project's AGENTS.md files
+// the UserPrompt, an Info for each message queued with QueueInfo, and an
+// Instructions event when the project's AGENTS.md files
 // (read again at the start of every turn) differ from those last shown.
 // Each model response is followed by a Usage event; a compaction, when one
 // is due, is a Compaction event before the request it made room for.
