@@ -120,7 +120,6 @@ func (ss *session) startSandbox(state map[string]json.RawMessage, isNew bool) {
 		}
 	}
 	ss.agent.SetSandbox(level)
-	ss.sandboxExplicit.Store(explicit)
 	if isNew && explicit {
 		if err := ss.journal.AppendState(stateSandbox, level); err != nil {
 			ss.log.Error("journal sandbox level", zap.String("session", ss.id), zap.Error(err))
@@ -165,7 +164,6 @@ func (ss *session) setSandbox(value string) error {
 		return invalidParams("sandbox level %s cannot be built here: %s (offered: %s)", level, sandboxReason(why), levelList(ss.sandboxes.levels()))
 	}
 	ss.agent.SetSandbox(level)
-	ss.sandboxExplicit.Store(true)
 	if err := ss.journal.AppendState(stateSandbox, level); err != nil {
 		ss.log.Error("journal sandbox level", zap.String("session", ss.id), zap.Error(err))
 	}

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	sdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/zap"
@@ -33,10 +32,9 @@ type session struct {
 	log         *zap.Logger
 	catalog     *modelCatalog          // the provider's models, for the model option
 	window      func(model string) int // a model's context window
-	sandboxes   sandboxes              // the levels the daemon offers
-	// sandboxExplicit: the session's level was asked for, not chosen
-	// (the level itself is the agent's, agent.Session.Sandbox).
-	sandboxExplicit atomic.Bool
+	// sandboxes is the levels the daemon offers; the session's level is
+	// its agent's (agent.Session.Sandbox).
+	sandboxes sandboxes
 
 	mu      sync.Mutex
 	closed  bool
