@@ -190,8 +190,10 @@ func TestShutdownCardCarriesSignal(t *testing.T) {
 	d := startDaemon(t, acptest.ZedCapabilities(), nil)
 	sid := d.newSession(t.TempDir())
 	marker := acptest.NewMarker()
-	startCommand(t, d, sid, "export M="+marker+"; sleep 600")
+	startCommand(t, d, sid, "export M="+marker+"; echo started; sleep 600")
 	waitMarkedProcs(t, marker, 1)
+	// Running, not just spawned (see TestCancelledCardCarriesSignalAndReason).
+	d.waitFor(func() bool { return d.count(sid, "tool_call_update", "started") > 0 })
 	if err := syscall.Kill(d.Pid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -96,8 +96,11 @@ func TestChatCtrlCOnATerminal(t *testing.T) {
 	p := startTerm(t, t.TempDir(), bin, chatEnv(t, t.TempDir()), "chat")
 	p.expect("Ctrl-C cancels\r\n> ")
 	marker := acptest.NewMarker()
-	p.typeIn("!export M=" + marker + "; sleep 600\r")
+	p.typeIn("!export M=" + marker + "; echo started; sleep 600\r")
 	waitProcs(t, marker, 1)
+	// Running, not just spawned: a sandbox still being set up has no
+	// command for the TERM to reach (executor/sandbox's known limits).
+	p.expect("│ started\r\n")
 	p.typeIn("\x03")
 	p.expect("cancelling… (Ctrl-C again within a second exits)")
 	p.expect("│ dsh-acp: cancelled: the user stopped the turn while this call ran\r\n└ ✗ SIGTERM\r\n")
