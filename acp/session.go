@@ -34,6 +34,9 @@ type session struct {
 	log         *zap.Logger
 	catalog     *modelCatalog          // the provider's models, for the model option
 	window      func(model string) int // a model's context window
+	// sandboxes is the levels the daemon offers; the session's level is
+	// its agent's (agent.Session.Sandbox).
+	sandboxes sandboxes
 
 	mu          sync.Mutex
 	afterOpened []func() // what waits for the reply that opened the session (afterOpen)
@@ -88,7 +91,7 @@ func (f fanout) Emit(ev event.Event) {
 func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
 	ss := &session{id: id, cwd: cwd, journal: j, updates: s.updates, log: s.log,
 		perms: &permissions{mode: s.cfg.DefaultMode}, catalog: s.catalog, window: s.cfg.Agent.ContextWindow,
-		box: mcp.NewToolbox(s.cfg.Tools)}
+		box: mcp.NewToolbox(s.cfg.Tools), sandboxes: s.sandbox}
 	ss.present = s.presenter(id, cwd, s.updates, ss.box, false)
 	ss.title = &titler{send: ss.send}
 	ss.journalSink = newJournalSink(j, s.log, id, ss.present)
@@ -268,6 +271,7 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	}
 	ss.perms.restore(r.state)
 	ss.perms.restoreTools(r.state)
+	ss.startSandbox(r.state, false)
 	if r.firstPrompt != nil {
 		if replayToClient {
 			ss.title.announce(*r.firstPrompt) // the title session/list shows, again

@@ -65,7 +65,7 @@ func bashTools(ex executor.Executor, cfg Config) []Tool {
 	cfg = cfg.withDefaults()
 	txt := renderTexts(cfg)
 	return []Tool{
-		&bash{ex: ex, cfg: cfg, desc: txt.bash, schema: bashSchema(cfg), prompt: txt.prompt},
+		&bash{ex: ex, cfg: cfg, desc: txt.bash, schema: bashSchema(cfg), prompts: txt.prompts},
 		&bashOutput{ex: ex, cfg: cfg, desc: txt.bashOutput,
 			schema: taskIDSchema("The id of the background task, e.g. \"bash-1\".")},
 		&bashKill{ex: ex, desc: txt.bashKill,
@@ -82,13 +82,13 @@ func (r *Registry) Lookup(name string) (Tool, bool) {
 // All returns the tools in registration order. The slice is a copy.
 func (r *Registry) All() []Tool { return append([]Tool(nil), r.tools...) }
 
-// PromptSection is the tools' part of the system prompt: each Prompter's
-// section, in registration order.
-func (r *Registry) PromptSection() string {
+// PromptSection is the tools' part of the system prompt of session s:
+// each Prompter's section, in registration order.
+func (r *Registry) PromptSection(s Session) string {
 	var parts []string
 	for _, t := range r.tools {
 		if p, ok := t.(Prompter); ok {
-			if s := p.PromptSection(); s != "" {
+			if s := p.PromptSection(s); s != "" {
 				parts = append(parts, s)
 			}
 		}

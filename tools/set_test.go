@@ -51,7 +51,7 @@ func TestTextsStateConfiguredLimits(t *testing.T) {
 	if !strings.Contains(string(bash.Schema()), "default 90000, at most 900000") {
 		t.Errorf("bash schema does not state the limits: %s", bash.Schema())
 	}
-	prompt := set.PromptSection()
+	prompt := set.PromptSection(tools.Session{})
 	for _, want := range []string{"[exit code: N]", "investigate", "`workdir` rather than `cd`", "bash_output", "90 seconds", "15 minutes", "12345 characters"} {
 		if !strings.Contains(prompt, want) {
 			t.Errorf("prompt section lacks %q:\n%s", want, prompt)

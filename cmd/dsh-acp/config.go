@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/acp/ingress"
+	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/agent"
 	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/permission"
@@ -48,7 +49,10 @@ type config struct {
 	ModelIdle       time.Duration
 	AllowEnv        []string
 	Mode            permission.Mode
-	Session         agent.Config // the context window, compaction threshold, price
+	// Sandbox is the sandbox level asked for; "" is auto (workspace where
+	// bubblewrap can start, else off).
+	Sandbox executor.Level
+	Session agent.Config // the context window, compaction threshold, price
 }
 
 // stringList is a repeatable string flag.
@@ -124,6 +128,7 @@ func parseConfig(name string, args []string, env envLookup, usage io.Writer) (co
 type configFlags struct {
 	c       config
 	mode    *string
+	sandbox *string
 	allow   stringList
 	session sessionFlags
 	env     envLookup
@@ -150,6 +155,7 @@ func addConfigFlags(fs *flag.FlagSet, env envLookup) *configFlags {
 	fs.IntVar(&c.MaxTurnRequests, "max-turn-requests", agent.DefaultMaxTurnRequests, "model requests allowed in one turn")
 	fs.DurationVar(&c.ModelIdle, "model-idle-timeout", 2*time.Minute, "abort a model request after this long without a byte from the provider (keep-alives count)")
 	cf.mode = fs.String("mode", envOr(env, "DSH_MODE", "ask"), "permission mode of new sessions: ask, auto or read-only (env DSH_MODE)")
+	cf.sandbox = fs.String("sandbox", envOr(env, "DSH_SANDBOX", "auto"), "sandbox level of new sessions: read-only, workspace, workspace-network or off; auto is workspace where bubblewrap can start, else off (env DSH_SANDBOX)")
 	fs.Var(&cf.allow, "allow-env", "pass this scrubbed environment variable through to commands (repeatable)")
 	cf.session.register(fs, env)
 	fs.VisitAll(func(f *flag.Flag) {
@@ -169,6 +175,9 @@ func (cf *configFlags) config(fs *flag.FlagSet) (config, error) {
 		return c, fmt.Errorf("--mode: %w", err)
 	}
 	c.Mode = m
+	if c.Sandbox, err = parseSandbox(*cf.sandbox); err != nil {
+		return c, fmt.Errorf("--sandbox: %w", err)
+	}
 	c.APIKey = envOr(cf.env, "DSH_API_KEY", envOr(cf.env, "DEEPSEEK_API_KEY", ""))
 	c.BaseURLSet = envOr(cf.env, "DSH_BASE_URL", "") != ""
 	c.ModelSet = envOr(cf.env, "DSH_MODEL", "") != ""
@@ -177,6 +186,20 @@ func (cf *configFlags) config(fs *flag.FlagSet) (config, error) {
 		c.ModelSet = c.ModelSet || f.Name == "model"
 	})
 	return c, errors.Join(c.validate(), cf.session.agentConfig(&c.Session))
+}
+
+// parseSandbox reads a --sandbox value: a level, or "auto" (or nothing)
+// for the executor's default.
+func parseSandbox(s string) (executor.Level, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if s == "" || s == "auto" {
+		return "", nil
+	}
+	l, err := executor.ParseLevel(s)
+	if err != nil {
+		return "", fmt.Errorf("unknown sandbox level %q (want auto, read-only, workspace, workspace-network or off)", s)
+	}
+	return l, nil
 }
 
 // forwarded is the daemon flags set on fs, as arguments for the daemon

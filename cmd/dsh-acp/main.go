@@ -24,7 +24,9 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/dsh-acp/dsh-acp/acp"
+	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/executor/local"
+	"github.com/dsh-acp/dsh-acp/executor/sandbox"
 	"github.com/dsh-acp/dsh-acp/internal/agent"
 	"github.com/dsh-acp/dsh-acp/internal/mcp"
 	"github.com/dsh-acp/dsh-acp/internal/permission"
@@ -107,7 +109,7 @@ func serve(cfg config) error {
 			secrets = append(secrets, k)
 		}
 	}
-	ex, err := local.New(local.Config{
+	ex, err := sandbox.New(sandbox.Config{Config: local.Config{
 		DefaultTimeout: cfg.Timeout,
 		MaxTimeout:     cfg.MaxTimeout,
 		Grace:          cfg.KillGrace,
@@ -115,10 +117,11 @@ func serve(cfg config) error {
 		AllowEnv:       cfg.AllowEnv,
 		SecretValues:   secrets,
 		Logger:         log,
-	})
+	}, Level: cfg.Sandbox})
 	if err != nil {
 		return fmt.Errorf("executor: %w", err)
 	}
+	logSandbox(log, ex, cfg.Sandbox)
 	store, err := replay.OpenStore(cfg.StateDir)
 	if err != nil {
 		return fmt.Errorf("session store: %w", err)
@@ -151,6 +154,7 @@ func serve(cfg config) error {
 			Logger:           log,
 		},
 		DefaultMode: cfg.Mode,
+		Sandbox:     cfg.Sandbox,
 		Store:       store,
 		Logger:      log,
 		SDKLogger:   slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -167,6 +171,21 @@ func serve(cfg config) error {
 			Logger:      log,
 		},
 	})
+}
+
+// logSandbox logs the sandbox level sessions start at, and why confined
+// levels cannot be built when they cannot; an explicit level that cannot
+// be built is a warning: every command will be refused.
+func logSandbox(log *zap.Logger, ex *sandbox.Executor, explicit executor.Level) {
+	level, why := ex.DefaultLevel(), ex.Unavailable()
+	switch {
+	case why == nil:
+		log.Info("sandbox", zap.String("level", string(level)), zap.Bool("explicit", explicit != ""))
+	case explicit.Confined():
+		log.Warn("sandbox level asked for cannot be built: commands will be refused", zap.String("level", string(level)), zap.Error(why))
+	default:
+		log.Info("sandbox unavailable: commands run unconfined", zap.String("level", string(level)), zap.Error(why))
+	}
 }
 
 // newLogger logs to stderr, or to a file when one is named; never stdout.

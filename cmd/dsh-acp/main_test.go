@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
 	"github.com/dsh-acp/dsh-acp/internal/eventually"
 )
@@ -133,8 +134,10 @@ func TestChatCtrlCCancelsTheTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	io.WriteString(in, "!sleep 600\n")
-	waitOutput(t, &out, "┌ sleep 600")
+	io.WriteString(in, "!echo started; sleep 600\n")
+	// Running, not just spawned: a sandbox still being set up has no
+	// command for the TERM to reach (executor/sandbox's known limits).
+	waitOutput(t, &out, "│ started")
 	cmd.Process.Signal(syscall.SIGINT)
 	waitOutput(t, &out, "[cancelled]")
 	// The card says why, inside it, and ends with the signal that stopped it.
@@ -175,5 +178,40 @@ func TestConfigResolvedOnce(t *testing.T) {
 	_, err = loadForReplay("20260102T030405.000000Z-0000000000000001", func(k string) (string, bool) { v, ok := yolo[k]; return v, ok })
 	if err == nil || !strings.Contains(err.Error(), "no session") {
 		t.Errorf("replay with DSH_MODE=yolo: %v, want the unknown-session error", err)
+	}
+}
+
+func TestSandboxFlag(t *testing.T) {
+	tests := []struct {
+		args []string
+		env  string
+		want executor.Level
+		bad  bool
+	}{
+		{want: ""},
+		{args: []string{"--sandbox", "auto"}, want: ""},
+		{args: []string{"--sandbox", "read-only"}, want: executor.LevelReadOnly},
+		{args: []string{"--sandbox=Workspace-Network"}, want: executor.LevelWorkspaceNetwork},
+		{env: "off", want: executor.LevelOff},
+		{env: "workspace", args: []string{"--sandbox", "read-only"}, want: executor.LevelReadOnly},
+		{env: "auto", want: ""},
+		{args: []string{"--sandbox", "none"}, bad: true},
+		{env: "strict", bad: true},
+	}
+	for _, tc := range tests {
+		lookup := func(k string) (string, bool) {
+			if k == "DSH_SANDBOX" && tc.env != "" {
+				return tc.env, true
+			}
+			return "", false
+		}
+		var usage bytes.Buffer
+		c, err := parseConfig("dsh-acp", tc.args, lookup, &usage)
+		switch {
+		case tc.bad && (err == nil || !strings.Contains(err.Error(), "--sandbox")):
+			t.Errorf("%v env %q: error %v, want a --sandbox error", tc.args, tc.env, err)
+		case !tc.bad && (err != nil || c.Sandbox != tc.want):
+			t.Errorf("%v env %q: level %q (%v), want %q", tc.args, tc.env, c.Sandbox, err, tc.want)
+		}
 	}
 }
