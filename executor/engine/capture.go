@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"os"
 	"sync"
 
 	"go.uber.org/zap"
@@ -19,23 +18,23 @@ import (
 // unless a write failed or it passed the size cap, in which case it is
 // removed and never advertised.
 //
-// write never fails and never blocks on anything but disk, so the pipes are
-// always drained and a child never gets SIGPIPE from us.
+// write never fails and never blocks on anything but the spill file (the
+// local disk, or a spawner's SpillStore), so the pipes are always drained
+// and a child never gets SIGPIPE from us.
 type capture struct {
 	mu       sync.Mutex
 	out, err *ring // per stream; nil for background tasks
 	all      ring  // both streams interleaved in arrival order
 
-	spills     *spillDir // nil: spilling disabled
+	spills     SpillStore // nil: spilling disabled
 	owner      string
 	base       string // file name base, e.g. "bash-3"
 	spillCap   int64
 	spillAfter int64
 	log        *zap.Logger
 
-	file   *os.File
+	file   SpillFile
 	path   string // absolute; "" until opened
-	rel    string
 	size   int64
 	failed bool // the spill is incomplete or unavailable, for good
 }
@@ -43,7 +42,7 @@ type capture struct {
 type captureOpts struct {
 	size       int  // bytes per ring
 	streams    bool // keep per-stream tails too
-	spills     *spillDir
+	spills     SpillStore
 	owner      string
 	base       string
 	spillCap   int64
@@ -87,13 +86,13 @@ func (c *capture) spill(p []byte) {
 			c.failed = true
 			return
 		}
-		f, abs, rel, err := c.spills.create(c.owner, c.base)
+		f, abs, err := c.spills.Create(c.owner, c.base)
 		if err != nil {
 			c.log.Warn("spill unavailable", zap.String("base", c.base), zap.Error(err))
 			c.failed = true
 			return
 		}
-		c.file, c.path, c.rel = f, abs, rel
+		c.file, c.path = f, abs
 		a, b := c.all.segments()
 		c.append(a)
 		c.append(b)
@@ -106,26 +105,27 @@ func (c *capture) append(p []byte) {
 		return
 	}
 	if c.size+int64(len(p)) > c.spillCap {
-		c.abandon("spill cap reached")
+		c.abandon("spill cap reached", false)
 		return
 	}
 	if _, err := c.file.Write(p); err != nil {
-		c.abandon(err.Error())
+		c.abandon(err.Error(), false)
 		return
 	}
 	c.size += int64(len(p))
 }
 
-// abandon closes and removes an incomplete spill file. Called with mu held.
-func (c *capture) abandon(reason string) {
+// abandon closes (unless closed) and removes an incomplete spill file.
+// Called with mu held.
+func (c *capture) abandon(reason string, closed bool) {
 	c.log.Debug("spill abandoned", zap.String("base", c.base), zap.String("reason", reason))
-	if c.file != nil {
+	if !closed {
 		c.file.Close()
 	}
-	if err := c.spills.remove(c.rel); err != nil {
+	if err := c.file.Remove(); err != nil {
 		c.log.Warn("spill remove", zap.String("base", c.base), zap.Error(err))
 	}
-	c.file, c.path, c.rel, c.failed = nil, "", "", true
+	c.file, c.path, c.failed = nil, "", true
 }
 
 // finish closes the spill file (kept when complete). Called once the pipes
@@ -137,8 +137,7 @@ func (c *capture) finish() {
 		return
 	}
 	if err := c.file.Close(); err != nil {
-		c.file = nil // already closed: abandon must not close again
-		c.abandon(err.Error())
+		c.abandon(err.Error(), true)
 		return
 	}
 	c.file = nil
