@@ -76,6 +76,7 @@ type Server struct {
 	Dir string
 
 	t      testing.TB
+	opts   Options
 	config string
 
 	mu   sync.Mutex
@@ -84,9 +85,22 @@ type Server struct {
 	log  *bytes.Buffer
 }
 
+// Options adjust the server.
+type Options struct {
+	// SetEnv are extra NAME=value variables sshd sets in every session
+	// (its SetEnv), e.g. a credential a login environment would carry.
+	SetEnv []string
+}
+
 // Start starts sshd for t and stops it when t ends. See the package doc
 // for when it skips.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, opts Options) *Server {
 	t.Helper()
 	if _, err := os.Stat(SSHD); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -103,7 +117,7 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatalf("sshdtest: current user: %v", err)
 	}
-	s := &Server{t: t, Dir: t.TempDir(), User: u.Username, Host: "127.0.0.1"}
+	s := &Server{t: t, Dir: t.TempDir(), User: u.Username, Host: "127.0.0.1", opts: opts}
 	if err := s.writeKeys(); err != nil {
 		t.Fatalf("sshdtest: %v", err)
 	}
@@ -182,11 +196,60 @@ func (s *Server) writeConfig() error {
 		"KbdInteractiveAuthentication no",
 		"UsePAM no",
 		"StrictModes no",
-		"SetEnv SHLVL=1",
+		"SetEnv SHLVL=1" + setEnv(s.opts.SetEnv),
 		"LogLevel ERROR",
 		"",
 	}, "\n")
 	return os.WriteFile(s.config, []byte(cfg), 0o600)
+}
+
+// setEnv formats extra SetEnv entries, quoted for sshd_config.
+func setEnv(vars []string) string {
+	var b strings.Builder
+	for _, kv := range vars {
+		b.WriteString(` "` + strings.ReplaceAll(kv, `"`, `\"`) + `"`)
+	}
+	return b.String()
+}
+
+// Agent starts a real ssh-agent for t holding the private key at keyPath
+// and returns its socket; the agent is stopped when t ends. It skips (or,
+// under CI=true, fails) when ssh-agent is not installed.
+func Agent(t testing.TB, keyPath string) string {
+	t.Helper()
+	agentBin, err := exec.LookPath("ssh-agent")
+	if err == nil {
+		_, err = exec.LookPath("ssh-add")
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("sshdtest: ssh-agent is missing (install openssh-client): %v", err)
+		}
+		t.Skipf("sshdtest: skipped: ssh-agent or ssh-add is not installed (Debian package openssh-client): %v", err)
+	}
+	sock := filepath.Join(t.TempDir(), "agent.sock")
+	cmd := exec.Command(agentBin, "-D", "-a", sock)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("sshdtest: ssh-agent: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		add := exec.Command("ssh-add", keyPath)
+		add.Env = append(os.Environ(), "SSH_AUTH_SOCK="+sock)
+		out, err := add.CombinedOutput()
+		if err == nil {
+			return sock
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sshdtest: ssh-add: %v: %s", err, out)
+		}
+		time.Sleep(10 * time.Millisecond) // the socket appears once the agent listens
+	}
 }
 
 // start runs sshd and waits until it accepts connections.

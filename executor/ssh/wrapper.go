@@ -1,0 +1,194 @@
+package ssh
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// reader is the command sshd hands to the login shell for every channel: it
+// reads a decimal length line, then exactly that many bytes of bash from
+// stdin (read -N reads them in bulk and never past them: LC_ALL=C makes it
+// count bytes), and evaluates them. Everything else a channel needs, the
+// command, its directory and environment, travels on stdin after it, so
+// nothing of it passes through the login shell's parser or its argument
+// limits. It is one line without quotes, backslashes or '!', so that a
+// non-bash login shell passes it to bash unchanged inside single quotes.
+const reader = `IFS= read -r n && LC_ALL=C IFS= read -r -N "$n" p && eval "$p"`
+
+// commandLine is the exec request's command: the reader itself when the
+// login shell is bash (no second shell to start), else bash started by the
+// login shell without rc files.
+func commandLine(loginBash bool) string {
+	if loginBash {
+		return reader
+	}
+	return "exec bash --norc --noprofile -c '" + reader + "' bash"
+}
+
+// stream is what a channel's stdin starts with: the length line and the
+// prelude the reader evaluates.
+func stream(prelude string) []byte {
+	return []byte(strconv.Itoa(len(prelude)) + "\n" + prelude)
+}
+
+// probeLine is the exec command that tells whether the login shell is a
+// bash recent enough to run the reader (read -N needs bash 4.1); its output
+// line is "dsh-acp-probe MAJOR MINOR", or "x x" from another shell.
+const probeLine = `echo "dsh-acp-probe ${BASH_VERSINFO[0]-x} ${BASH_VERSINFO[1]-x}"`
+
+// probeBash runs the same probe in the bash on PATH, for non-bash login
+// shells.
+const probeBash = `exec bash --norc --noprofile -c 'echo "dsh-acp-probe ${BASH_VERSINFO[0]} ${BASH_VERSINFO[1]}"'`
+
+// launch is one command's prelude: the wrapper that runs the command in the
+// remote shell's own session and process group.
+//
+// sshd starts every session's shell as the leader of a new session and
+// process group (setsid), without a terminal. The prelude, evaluated by that
+// shell, reads the command, stores Spec.Stdin in a private temporary file,
+// forks the watcher (as early as it can: the watcher holds no output pipe,
+// but a fresh fork does until its redirections run, and sshd closes the
+// channel only when nobody does), changes to the command's directory (or
+// reports why not), sets the environment, prints "MARK ok PGID" and
+// evaluates the command in place, so
+// the group leader is the command's own shell and sshd's exit-status or
+// exit-signal is the command's. Nothing is started between the header and
+// the command, and nothing after it, so the exit the channel reports cannot
+// be the wrapper's.
+//
+// The watcher is a subshell in the group, out of the shell's job table
+// (`wait` in the command does not wait for it), that ignores TERM. It reads
+// the channel's stdin: "T" sends TERM to the group, "K" sends KILL; at end of
+// input (the leader exited and sshd closed the pipe, or the connection is
+// gone) it sends TERM to the group, waits afterExit and sends KILL. Being a
+// member, it keeps the group id from being recycled while it can still
+// signal it.
+type launch struct {
+	marker    string
+	script    string
+	stdin     []byte
+	dir       string
+	unset     []string // variables of the remote login environment to drop
+	envUnset  []string // the same, with names bash cannot unset (env -u)
+	export    []string // NAME=value, set last
+	afterExit time.Duration
+}
+
+// prelude is the bash the reader evaluates, all on one line so that the
+// command's own $LINENO counts from 1 (eval adds the line it stands on).
+func (l *launch) prelude() string {
+	m := quote(l.marker)
+	dir := quote(l.dir)
+	var b []string
+	add := func(format string, args ...any) { b = append(b, fmt.Sprintf(format, args...)) }
+	add("unset -v n p")
+	add("printf '%%s\\n' %s >&2", m)
+	add("__dsh_s=")
+	if len(l.script) > 0 {
+		add("LC_ALL=C IFS= read -r -N %d __dsh_s || { printf '%%s fail script\\n' %s; exit 0; }", len(l.script), m)
+	}
+	if len(l.stdin) > 0 {
+		add(`__dsh_in="${TMPDIR:-/tmp}/dsh-acp-stdin.$$.$RANDOM"`)
+		add(`{ ( umask 077; set -C; : >"$__dsh_in" ) && head -c %d >"$__dsh_in"; } 2>/dev/null || { rm -f -- "$__dsh_in"; printf '%%s fail stdin\n' %s; exit 0; }`, len(l.stdin), m)
+	}
+	add("{ ( trap '' TERM INT HUP QUIT PIPE; while IFS= read -r __dsh_c; do case $__dsh_c in T) kill -TERM -- -$$;; K) kill -KILL -- -$$;; esac; done; kill -TERM -- -$$; sleep %s; kill -KILL -- -$$ ) <&0 >/dev/null 2>&1 & }",
+		seconds(l.afterExit))
+	add("disown $! 2>/dev/null")
+	cleanup := ""
+	if len(l.stdin) > 0 {
+		cleanup = `rm -f -- "$__dsh_in"; `
+	}
+	add("cd -- %s 2>/dev/null || { %sif [ ! -e %s ]; then __dsh_e=ENOENT; elif [ ! -d %s ]; then __dsh_e=ENOTDIR; else __dsh_e=EACCES; fi; printf '%%s workdir %%s\\n' %s \"$__dsh_e\"; exit 0; }",
+		dir, cleanup, dir, dir, m)
+	if len(l.stdin) > 0 {
+		add(`exec <"$__dsh_in"; rm -f -- "$__dsh_in"`)
+	} else {
+		add("exec </dev/null")
+	}
+	if len(l.unset) > 0 {
+		add("unset -v %s 2>/dev/null", strings.Join(l.unset, " "))
+	}
+	if len(l.export) > 0 {
+		q := make([]string, len(l.export))
+		for i, kv := range l.export {
+			q[i] = quote(kv)
+		}
+		add("export %s", strings.Join(q, " "))
+	}
+	add("unset -v __dsh_e __dsh_in")
+	add(`printf '%%s ok %%s\n' %s "$$"`, m)
+	if len(l.envUnset) > 0 {
+		// Names bash cannot unset itself: env removes them, and bash -c
+		// runs the command in the same process.
+		var u []string
+		for _, n := range l.envUnset {
+			u = append(u, "-u "+quote(n))
+		}
+		add(`exec env %s bash -c "$__dsh_s"`, strings.Join(u, " "))
+	} else {
+		add(`eval "unset -v __dsh_s; $__dsh_s"`)
+	}
+	return strings.Join(b, "; ")
+}
+
+// seconds formats d for sleep(1): "0.2".
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+}
+
+// quote makes s one bash word that stays on one line: single quotes when s
+// is printable ASCII without a quote or backslash, else $'...' with escapes.
+func quote(s string) string {
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = c >= 0x20 && c < 0x7f && c != '\'' && c != '\\'
+	}
+	if plain {
+		return "'" + s + "'"
+	}
+	var b strings.Builder
+	b.WriteString("$'")
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\'' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c < 0x20 || c == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('\'')
+	return b.String()
+}
+
+// isName reports whether s is a name bash can set or unset.
+func isName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// newMarker returns a marker no command output can predict.
+func newMarker() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // never fails
+	return "dsh-acp-" + hex.EncodeToString(b[:])
+}
