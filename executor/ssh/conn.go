@@ -29,7 +29,7 @@ type LostError struct {
 }
 
 func (e *LostError) Error() string {
-	return fmt.Sprintf("lost the connection to %s while the command ran (%v); its processes on the host were stopped when their session closed, and whether it finished its work is unknown",
+	return fmt.Sprintf("lost the connection to %s while the command ran (%v); the host stops its processes, and whether it finished is unknown",
 		e.Addr, e.Reason)
 }
 

@@ -48,8 +48,8 @@ func (e *HostKeyError) Error() string {
 	case e.Revoked:
 		fmt.Fprintf(&b, "refusing to connect to %s: its host key (%s) is marked @revoked in known_hosts; nothing was run.", e.Addr, fp)
 	case len(e.Known) == 0:
-		fmt.Fprintf(&b, "refusing to connect to %s: host key %s is not in %s; nothing was run.\n", e.Addr, ssh.FingerprintSHA256(e.Key), file)
-		fmt.Fprintf(&b, "The host presented %s. dsh-acp never trusts a host key on first use. Check the fingerprint with the host's owner (on the host: ssh-keygen -lf /etc/ssh/ssh_host_%s_key.pub), then add the key:\n", fp, keyscanType(e.Key.Type()))
+		fmt.Fprintf(&b, "refusing to connect to %s: its host key %s is not known; nothing was run.\n", e.Addr, ssh.FingerprintSHA256(e.Key))
+		fmt.Fprintf(&b, "%s has no entry for the key the host presented (%s). dsh-acp never trusts a host key on first use. Check the fingerprint with the host's owner (on the host: ssh-keygen -lf /etc/ssh/ssh_host_%s_key.pub), then add the key:\n", file, fp, keyscanType(e.Key.Type()))
 		fmt.Fprintf(&b, "  %s\n", keyscan)
 		fmt.Fprintf(&b, "or connect once with `ssh -p %s %s` and accept it.", port, host)
 	default:

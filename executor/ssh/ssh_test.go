@@ -90,7 +90,7 @@ func TestUnknownHostKeyIsRefused(t *testing.T) {
 	}
 	msg := err.Error()
 	first, _, _ := strings.Cut(msg, "\n")
-	for _, want := range []string{"refusing to connect to " + srv.Addr, ssh.FingerprintSHA256(srv.HostKey), "nothing was run"} {
+	for _, want := range []string{"refusing to connect to " + srv.Addr, ssh.FingerprintSHA256(srv.HostKey), "not known", "nothing was run"} {
 		if !strings.Contains(first, want) {
 			t.Errorf("first line %q lacks %q", first, want)
 		}
