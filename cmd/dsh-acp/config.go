@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/acp/ingress"
+	"github.com/dsh-acp/dsh-acp/executor/ssh"
 	"github.com/dsh-acp/dsh-acp/internal/agent"
 	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/permission"
@@ -48,6 +49,12 @@ type config struct {
 	HistoryBudget   int
 	AllowEnv        []string
 	Mode            permission.Mode
+	// Executor is "local" or an ssh://[user@]host[:port][/path] address
+	// (SSHTarget is then set); SSHIdentity and SSHKnownHosts configure it.
+	Executor      string
+	SSHTarget     *ssh.Target
+	SSHIdentity   string
+	SSHKnownHosts string
 }
 
 // stringList is a repeatable string flag.
@@ -101,6 +108,9 @@ func parseConfig(name string, args []string, env envLookup, usage io.Writer) (co
 	fs.DurationVar(&c.ModelIdle, "model-idle-timeout", 2*time.Minute, "abort a model request after this long without a byte from the provider (keep-alives count)")
 	fs.IntVar(&c.HistoryBudget, "history-budget", agent.DefaultHistoryBudget, "characters of history sent to the model before old tool output is elided")
 	mode := fs.String("mode", envOr(env, "DSH_MODE", "ask"), "permission mode of new sessions: ask, auto or read-only (env DSH_MODE)")
+	fs.StringVar(&c.Executor, "executor", envOr(env, "DSH_EXECUTOR", "local"), "where commands run: local, or ssh://[user@]host[:port][/path] (the path, when given, is the remote directory the project maps to) (env DSH_EXECUTOR)")
+	fs.StringVar(&c.SSHIdentity, "ssh-identity", envOr(env, "DSH_SSH_IDENTITY", ""), "private key file for the ssh executor (unencrypted; else ssh-agent via SSH_AUTH_SOCK, else ~/.ssh/id_*) (env DSH_SSH_IDENTITY)")
+	fs.StringVar(&c.SSHKnownHosts, "ssh-known-hosts", envOr(env, "DSH_SSH_KNOWN_HOSTS", ""), "known_hosts file the ssh executor checks host keys against (default ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts; an unknown or changed key is refused) (env DSH_SSH_KNOWN_HOSTS)")
 	var allow stringList
 	fs.Var(&allow, "allow-env", "pass this scrubbed environment variable through to commands (repeatable)")
 	fs.Usage = func() {
@@ -133,6 +143,13 @@ func parseConfig(name string, args []string, env envLookup, usage io.Writer) (co
 		return c, fmt.Errorf("--mode: %w", err)
 	}
 	c.Mode = m
+	if strings.HasPrefix(c.Executor, "ssh://") {
+		t, err := ssh.ParseTarget(c.Executor)
+		if err != nil {
+			return c, fmt.Errorf("--executor: %w", err)
+		}
+		c.SSHTarget = &t
+	}
 	c.APIKey = envOr(env, "DSH_API_KEY", envOr(env, "DEEPSEEK_API_KEY", ""))
 	c.BaseURLSet = envOr(env, "DSH_BASE_URL", "") != ""
 	c.ModelSet = envOr(env, "DSH_MODEL", "") != ""
@@ -163,6 +180,12 @@ func (c config) validate() error {
 	}
 	if c.MaxTurnRequests < 1 {
 		errs = append(errs, errors.New("--max-turn-requests must be at least 1"))
+	}
+	if c.Executor != "local" && c.SSHTarget == nil {
+		errs = append(errs, fmt.Errorf("--executor must be local or ssh://[user@]host[:port][/path], got %q", c.Executor))
+	}
+	if c.SSHTarget == nil && (c.SSHIdentity != "" || c.SSHKnownHosts != "") {
+		errs = append(errs, errors.New("--ssh-identity and --ssh-known-hosts need --executor ssh://…"))
 	}
 	if !filepath.IsAbs(c.StateDir) {
 		errs = append(errs, fmt.Errorf("--state-dir must be absolute, got %q", c.StateDir))

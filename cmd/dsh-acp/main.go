@@ -89,15 +89,7 @@ func serve(cfg config) error {
 			secrets = append(secrets, k)
 		}
 	}
-	ex, err := local.New(local.Config{
-		DefaultTimeout: cfg.Timeout,
-		MaxTimeout:     cfg.MaxTimeout,
-		Grace:          cfg.KillGrace,
-		StateDir:       cfg.StateDir,
-		AllowEnv:       cfg.AllowEnv,
-		SecretValues:   secrets,
-		Logger:         log,
-	})
+	ex, err := newExecutor(cfg, secrets, log)
 	if err != nil {
 		return fmt.Errorf("executor: %w", err)
 	}
