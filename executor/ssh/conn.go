@@ -70,7 +70,8 @@ type timing struct {
 type conn struct {
 	d       *dialer
 	client  *ssh.Client
-	cmdline string // the exec request of every channel
+	cmdline string // the exec request of every channel through the reader
+	direct  bool   // the login shell runs the reader itself (it is bash)
 
 	unset    []string // remote login variables the scrub drops (bash names)
 	envUnset []string // the same, names bash cannot unset
@@ -285,7 +286,8 @@ func (c *conn) hello(ctx context.Context) error {
 			return errors.New("the host has no bash 4.1 or newer on its PATH (dsh-acp runs commands with bash)")
 		}
 	}
-	c.cmdline = commandLine(loginBash && !c.d.execBash)
+	c.direct = loginBash && !c.d.execBash
+	c.cmdline = commandLine(c.direct)
 	state := `case ${XDG_STATE_HOME-} in /*) __d=$XDG_STATE_HOME/dsh-acp;; *) __d=$HOME/.local/state/dsh-acp;; esac`
 	if c.d.stateDir != "" {
 		state = "__d=" + quote(c.d.stateDir)

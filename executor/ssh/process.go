@@ -38,13 +38,13 @@ var _ engine.Process = (*process)(nil)
 // start runs l on a new channel and returns once the wrapper reported the
 // group (the command is about to be evaluated), or why it could not start.
 func (c *conn) start(l *launch) (*process, error) {
-	rc, err := c.exec(c.cmdline)
+	command, data := l.request(c.cmdline, c.direct)
+	rc, err := c.exec(command)
 	if err != nil {
 		return nil, err
 	}
 	p := &process{rc: rc, host: c.d.target.Host, sigs: make(chan byte, 8), released: make(chan struct{})}
-	data := append(stream(l.prelude()), l.script...)
-	go p.writer(append(data, l.stdin...))
+	go p.writer(data)
 	timer := time.AfterFunc(c.d.timing.start, func() { rc.ch.Close() })
 	out := bufio.NewReaderSize(rc.ch, 4096)
 	line, err := header(out, l.marker)
@@ -126,8 +126,10 @@ func (p *process) startFailure(c *conn) error {
 // writer feeds the channel's stdin: the launch, then the signals for the
 // watcher, one line each, until the command exits or is released.
 func (p *process) writer(data []byte) {
-	if _, err := p.rc.ch.Write(data); err != nil {
-		return
+	if len(data) > 0 {
+		if _, err := p.rc.ch.Write(data); err != nil {
+			return
+		}
 	}
 	for {
 		select {

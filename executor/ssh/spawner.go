@@ -63,6 +63,7 @@ func (s *Spawner) Spawn(cmd engine.Command) (engine.Process, error) {
 			unset:     c.unset,
 			envUnset:  c.envUnset,
 			export:    cmd.Env,
+			private:   len(spec.Env) > 0,
 			afterExit: s.d.timing.afterExit,
 		})
 		if errors.Is(err, errStale) && attempt == 0 {

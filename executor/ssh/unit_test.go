@@ -149,10 +149,24 @@ func (s *smallReads) Read(p []byte) (int, error) {
 func TestPreludeIsOneLine(t *testing.T) {
 	l := &launch{marker: newMarker(), script: "x", stdin: []byte("in"), dir: "/a\nb", unset: []string{"SECRET"},
 		envUnset: []string{"a/b"}, export: []string{"A=multi\nline"}, afterExit: 200 * time.Millisecond}
-	if p := l.prelude(); strings.ContainsAny(p, "\n\r") {
-		t.Errorf("prelude spans lines (the command's $LINENO would be off):\n%s", p)
+	for _, inline := range []bool{false, true} {
+		p := l.prelude(inline)
+		if strings.ContainsAny(p, "\n\r") {
+			t.Errorf("prelude (inline %v) spans lines (the command's $LINENO would be off):\n%s", inline, p)
+		}
+		if out, err := exec.Command("bash", "-n", "-c", p).CombinedOutput(); err != nil {
+			t.Errorf("prelude (inline %v) does not parse: %v %s", inline, err, out)
+		}
 	}
-	if out, err := exec.Command("bash", "-n", "-c", l.prelude()).CombinedOutput(); err != nil {
-		t.Errorf("prelude does not parse: %v %s", err, out)
+	if l.inline(true) {
+		t.Error("a launch with Spec.Stdin inline")
+	}
+	short := &launch{script: "x", export: []string{"PAGER=cat"}}
+	if !short.inline(true) || short.inline(false) {
+		t.Error("a short script without stdin is inline exactly when the login shell is bash")
+	}
+	short.private = true
+	if short.inline(true) {
+		t.Error("Spec.Env went on the command line")
 	}
 }

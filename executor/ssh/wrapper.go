@@ -44,21 +44,22 @@ const probeLine = `echo "dsh-acp-probe ${BASH_VERSINFO[0]-x} ${BASH_VERSINFO[1]-
 // shells.
 const probeBash = `exec bash --norc --noprofile -c 'echo "dsh-acp-probe ${BASH_VERSINFO[0]} ${BASH_VERSINFO[1]}"'`
 
+// maxInline is the longest script sent inline in the exec request (one
+// argv string may not exceed 128 KiB, and quoting may grow it).
+const maxInline = 32 << 10
+
 // launch is one command's prelude: the wrapper that runs the command in the
 // remote shell's own session and process group.
 //
 // sshd starts every session's shell as the leader of a new session and
 // process group (setsid), without a terminal. The prelude, evaluated by that
-// shell, reads the command, stores Spec.Stdin in a private temporary file,
-// forks the watcher (as early as it can: the watcher holds no output pipe,
-// but a fresh fork does until its redirections run, and sshd closes the
-// channel only when nobody does), changes to the command's directory (or
-// reports why not), sets the environment, prints "MARK ok PGID" and
-// evaluates the command in place, so
-// the group leader is the command's own shell and sshd's exit-status or
-// exit-signal is the command's. Nothing is started between the header and
-// the command, and nothing after it, so the exit the channel reports cannot
-// be the wrapper's.
+// shell, forks the watcher, changes to the command's directory (or reports
+// why not), points stdin at /dev/null (or a private temporary file holding
+// Spec.Stdin), sets the environment, prints "MARK ok PGID" and evaluates the
+// command in place, so the group leader is the command's own shell and
+// sshd's exit-status or exit-signal is the command's. Nothing is started
+// between the header and the command, and nothing after it, so the exit the
+// channel reports cannot be the wrapper's.
 //
 // The watcher is a subshell in the group, out of the shell's job table
 // (`wait` in the command does not wait for it), that ignores TERM. It reads
@@ -66,7 +67,16 @@ const probeBash = `exec bash --norc --noprofile -c 'echo "dsh-acp-probe ${BASH_V
 // input (the leader exited and sshd closed the pipe, or the connection is
 // gone) it sends TERM to the group, waits afterExit and sends KILL. Being a
 // member, it keeps the group id from being recycled while it can still
-// signal it.
+// signal it. It is forked as early as it can be: it holds no output pipe,
+// but a fresh fork does until its redirections run, and sshd ends the
+// channel only once nobody holds them, so a quick command would otherwise
+// wait for the fork to be scheduled.
+//
+// An inline launch (a login bash, a short script, no Spec.Stdin or Spec.Env)
+// is the exec request itself: the prelude with the script quoted in it, the
+// watcher forked first. Any other goes through the reader: its prelude and
+// then the script and Spec.Stdin travel on stdin, and the watcher is forked
+// once they are read (it reads the same stdin).
 type launch struct {
 	marker    string
 	script    string
@@ -75,29 +85,57 @@ type launch struct {
 	unset     []string // variables of the remote login environment to drop
 	envUnset  []string // the same, with names bash cannot unset (env -u)
 	export    []string // NAME=value, set last
+	private   bool     // export holds Spec.Env: keep it off the command line
 	afterExit time.Duration
 }
 
-// prelude is the bash the reader evaluates, all on one line so that the
-// command's own $LINENO counts from 1 (eval adds the line it stands on).
-func (l *launch) prelude() string {
+// inline reports whether l can be the exec request itself for a host whose
+// login shell is bash. The request's command is the shell's argv, which
+// other users of the host can read: a script may be there (a local
+// command's is too), Spec.Env may not.
+func (l *launch) inline(loginBash bool) bool {
+	return loginBash && len(l.script) <= maxInline && len(l.stdin) == 0 && !l.private
+}
+
+// request returns the exec request's command and what the channel's stdin
+// starts with, for a host whose channels run cmdline (commandLine).
+func (l *launch) request(cmdline string, loginBash bool) (string, []byte) {
+	if l.inline(loginBash) {
+		return l.prelude(true), nil
+	}
+	data := append(stream(l.prelude(false)), l.script...)
+	return cmdline, append(data, l.stdin...)
+}
+
+// prelude is the bash that runs l, all on one line so that the command's
+// own $LINENO counts from 1 (eval adds the line it stands on). inline puts
+// the script in it; otherwise it reads the script from stdin.
+func (l *launch) prelude(inline bool) string {
 	m := quote(l.marker)
 	dir := quote(l.dir)
 	var b []string
 	add := func(format string, args ...any) { b = append(b, fmt.Sprintf(format, args...)) }
-	add("unset -v n p")
+	watcher := func() {
+		add("{ ( trap '' TERM INT HUP QUIT PIPE; while IFS= read -r __dsh_c; do case $__dsh_c in T) kill -TERM -- -$$;; K) kill -KILL -- -$$;; esac; done; kill -TERM -- -$$; sleep %s; kill -KILL -- -$$ ) <&0 >/dev/null 2>&1 & }",
+			seconds(l.afterExit))
+		add("disown $! 2>/dev/null")
+	}
+	if inline {
+		watcher()
+		add("__dsh_s=%s", quote(l.script))
+	} else {
+		add("unset -v n p")
+		add("__dsh_s=")
+		if len(l.script) > 0 {
+			add("LC_ALL=C IFS= read -r -N %d __dsh_s || { printf '%%s fail script\\n' %s; exit 0; }", len(l.script), m)
+		}
+		if len(l.stdin) > 0 {
+			add(`__dsh_in="${TMPDIR:-/tmp}/dsh-acp-stdin.$$.$RANDOM"`)
+			add(`{ ( umask 077; set -C; : >"$__dsh_in" ) && head -c %d >"$__dsh_in"; } 2>/dev/null || { rm -f -- "$__dsh_in"; printf '%%s fail stdin\n' %s; exit 0; }`, len(l.stdin), m)
+		}
+		watcher()
+	}
 	add("printf '%%s\\n' %s >&2", m)
-	add("__dsh_s=")
-	if len(l.script) > 0 {
-		add("LC_ALL=C IFS= read -r -N %d __dsh_s || { printf '%%s fail script\\n' %s; exit 0; }", len(l.script), m)
-	}
-	if len(l.stdin) > 0 {
-		add(`__dsh_in="${TMPDIR:-/tmp}/dsh-acp-stdin.$$.$RANDOM"`)
-		add(`{ ( umask 077; set -C; : >"$__dsh_in" ) && head -c %d >"$__dsh_in"; } 2>/dev/null || { rm -f -- "$__dsh_in"; printf '%%s fail stdin\n' %s; exit 0; }`, len(l.stdin), m)
-	}
-	add("{ ( trap '' TERM INT HUP QUIT PIPE; while IFS= read -r __dsh_c; do case $__dsh_c in T) kill -TERM -- -$$;; K) kill -KILL -- -$$;; esac; done; kill -TERM -- -$$; sleep %s; kill -KILL -- -$$ ) <&0 >/dev/null 2>&1 & }",
-		seconds(l.afterExit))
-	add("disown $! 2>/dev/null")
 	cleanup := ""
 	if len(l.stdin) > 0 {
 		cleanup = `rm -f -- "$__dsh_in"; `
