@@ -326,6 +326,10 @@ func (e *Engine) Start(spec executor.Spec) (string, error) {
 }
 
 func (e *Engine) finishTask(t *task) {
+	if err := t.proc.exit.Err; err != nil {
+		// The reader of a task's output learns why it ended.
+		t.output.write(executor.Stderr, []byte("dsh-acp: "+err.Error()+"\n"))
+	}
 	t.output.finish()
 	t.mu.Lock()
 	t.status = executor.Completed

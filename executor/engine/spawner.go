@@ -68,7 +68,8 @@ type Exit struct {
 	LimitHit string
 	// Err, when set, says the command's fate is unknown because the
 	// infrastructure failed under it (the connection to a remote host was
-	// lost): Run returns it as an error, and a background task ends Killed.
+	// lost): Run returns it as an error, and a background task ends Killed
+	// with a last line of output, "dsh-acp: " and the error.
 	// Code and Signal are then meaningless.
 	Err error
 }

@@ -247,9 +247,17 @@ func TestConnectionLostMidCommand(t *testing.T) {
 	}
 	requireGone(t, "the foreground command after the connection was lost", fg)
 	requireGone(t, "a task after the connection was lost", bg)
-	r, err := e.Read(task, "s1")
-	if err != nil || r.Status != executor.Killed {
-		t.Errorf("task after the loss: %+v %v", r, err)
+	var r executor.ReadResult
+	var out []byte
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if r, err = e.Read(task, "s1"); err != nil || r.Status != executor.Running || time.Now().After(deadline) {
+			break
+		}
+		out = append(out, r.Output...)
+	}
+	r.Output = append(out, r.Output...)
+	if err != nil || r.Status != executor.Killed || !strings.HasPrefix(string(r.Output), "dsh-acp: lost the connection to "+srv.Addr) {
+		t.Errorf("task after the loss: %+v %q %v", r, r.Output, err)
 	}
 	// Nothing runs while the host is down; the first command after it is
 	// back reconnects.
