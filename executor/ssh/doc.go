@@ -29,10 +29,14 @@
 //
 // # Processes
 //
-// Each command's channel runs a fixed one-line reader that evaluates a
-// prelude sent on stdin, then the command itself, so neither passes
-// through the login shell's parser or its argument limits (a 5 MiB script
-// runs). sshd makes the session's shell the leader of a new session and
+// A short command (up to 32 KiB, without Spec.Stdin or Spec.Env) on a host
+// whose login shell is bash is sent as the exec request itself: a one-line
+// prelude with the script quoted in it. Any other goes through a fixed
+// one-line reader that evaluates a prelude sent on stdin, then the script
+// and Spec.Stdin, so nothing of it passes through a non-bash login shell's
+// parser or the argument limits (a 5 MiB script runs), and a hook's
+// environment stays out of the host's process list. sshd makes the
+// session's shell the leader of a new session and
 // process group, without a terminal; the prelude forks a watcher into the
 // group, changes to the working directory (a missing one is an error
 // wrapping executor.ErrWorkdir and fs.ErrNotExist), points stdin at
