@@ -65,7 +65,9 @@ const maxInline = 32 << 10
 // (`wait` in the command does not wait for it), that ignores TERM. It reads
 // the channel's stdin: "T" sends TERM to the group, "K" sends KILL; at end of
 // input (the leader exited and sshd closed the pipe, or the connection is
-// gone) it sends TERM to the group, waits afterExit and sends KILL. Being a
+// gone) it sends TERM to the group, waits afterExit and sends KILL (the wait
+// is a read of a new pty master that nobody writes, so that the common case
+// starts no sleep(1) process; sleep when no pty can be had). Being a
 // member, it keeps the group id from being recycled while it can still
 // signal it. It is forked as early as it can be: it holds no output pipe,
 // but a fresh fork does until its redirections run, and sshd ends the
@@ -116,8 +118,8 @@ func (l *launch) prelude(inline bool) string {
 	var b []string
 	add := func(format string, args ...any) { b = append(b, fmt.Sprintf(format, args...)) }
 	watcher := func() {
-		add("{ ( trap '' TERM INT HUP QUIT PIPE; while IFS= read -r __dsh_c; do case $__dsh_c in T) kill -TERM -- -$$;; K) kill -KILL -- -$$;; esac; done; kill -TERM -- -$$; sleep %s; kill -KILL -- -$$ ) <&0 >/dev/null 2>&1 & }",
-			seconds(l.afterExit))
+		add("{ ( trap '' TERM INT HUP QUIT PIPE; while IFS= read -r __dsh_c; do case $__dsh_c in T) kill -TERM -- -$$;; K) kill -KILL -- -$$;; esac; done; kill -TERM -- -$$; if exec 9<>/dev/ptmx; then read -t %s -u 9; else sleep %s; fi; kill -KILL -- -$$ ) <&0 >/dev/null 2>&1 & }",
+			seconds(l.afterExit), seconds(l.afterExit))
 		add("disown $! 2>/dev/null")
 	}
 	if inline {
