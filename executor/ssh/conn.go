@@ -62,7 +62,7 @@ type dialer struct {
 
 // timing holds the connection's clocks.
 type timing struct {
-	dial, start, keepAlive, keepAliveTimeout, afterExit time.Duration
+	dial, start, keepAlive, keepAliveTimeout, grace time.Duration
 	sweepAge                                            time.Duration
 }
 
@@ -76,6 +76,7 @@ type conn struct {
 	unset    []string // remote login variables the scrub drops (bash names)
 	envUnset []string // the same, names bash cannot unset
 	spillDir string   // remote, absolute, 0700
+	sup      *supervisor
 
 	dead chan struct{} // closed once the connection is gone
 
@@ -329,7 +330,7 @@ func (c *conn) hello(ctx context.Context) error {
 		env = env[:n-1]
 	}
 	c.unset, c.envUnset = scrubPlan(env, c.d.allow, c.d.secrets)
-	return nil
+	return c.startSupervisor(ctx)
 }
 
 // scrubPlan lists the variables of the remote login environment that the

@@ -22,12 +22,13 @@ const noiseLimit = 64 << 10
 
 // process is one remote command: a session channel running a launch.
 type process struct {
-	rc   *channel
-	pid  int
-	host string
+	rc    *channel
+	pid   int
+	start string // the leader's start time, as the host's /proc says
+	host  string
+	sup   *supervisor
 
 	stdout, stderr io.ReadCloser
-	sigs           chan byte     // 'T' or 'K' for the watcher
 	released       chan struct{} // closed by Release
 	closeOnce      sync.Once
 	releaseOnce    sync.Once
@@ -43,8 +44,14 @@ func (c *conn) start(l *launch) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &process{rc: rc, host: c.d.target.Host, sigs: make(chan byte, 8), released: make(chan struct{})}
-	go p.writer(data)
+	p := &process{rc: rc, host: c.d.target.Host, sup: c.sup, released: make(chan struct{})}
+	if len(data) > 0 {
+		go func() {
+			if _, err := rc.ch.Write(data); err == nil {
+				_ = rc.ch.CloseWrite()
+			}
+		}()
+	}
 	timer := time.AfterFunc(c.d.timing.start, func() { rc.ch.Close() })
 	out := bufio.NewReaderSize(rc.ch, 4096)
 	line, err := header(out, l.marker)
@@ -87,11 +94,12 @@ func (p *process) parseHeader(line string, l *launch) error {
 	word, arg, _ := strings.Cut(line, " ")
 	switch word {
 	case "ok":
-		pid, err := strconv.Atoi(arg)
-		if err != nil || pid <= 1 {
+		pidText, start, _ := strings.Cut(arg, " ")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 1 || strings.ContainsAny(start, " \n") {
 			return fmt.Errorf("the wrapper on %s reported a bad process group %q", p.host, arg)
 		}
-		p.pid = pid
+		p.pid, p.start = pid, start
 		return nil
 	case "workdir":
 		errno := map[string]error{"ENOENT": syscall.ENOENT, "ENOTDIR": syscall.ENOTDIR, "EACCES": syscall.EACCES}[arg]
@@ -123,28 +131,6 @@ func (p *process) startFailure(c *conn) error {
 	return fmt.Errorf("the command could not be started on %s (%s): %s", p.host, status, strings.TrimSpace(msg.String()))
 }
 
-// writer feeds the channel's stdin: the launch, then the signals for the
-// watcher, one line each, until the command exits or is released.
-func (p *process) writer(data []byte) {
-	if len(data) > 0 {
-		if _, err := p.rc.ch.Write(data); err != nil {
-			return
-		}
-	}
-	for {
-		select {
-		case b := <-p.sigs:
-			if _, err := p.rc.ch.Write([]byte{b, '\n'}); err != nil {
-				return
-			}
-		case <-p.rc.exited:
-			return
-		case <-p.released:
-			return
-		}
-	}
-}
-
 func (p *process) Stdout() io.ReadCloser { return p.stdout }
 func (p *process) Stderr() io.ReadCloser { return p.stderr }
 
@@ -152,37 +138,34 @@ func (p *process) Stderr() io.ReadCloser { return p.stderr }
 // exit-signal), or the channel closed without one.
 func (p *process) Wait() { <-p.rc.exited }
 
-// Signal asks the watcher to send sig to the group. It never blocks: the
-// line is queued for the writer. Once the leader exited the watcher is
-// already ending the group on its own (sshd closed its stdin), so nothing
-// is sent.
+// Signal asks the connection's supervisor to send sig to the group. It
+// never blocks: the line is queued. It works after the leader exited too
+// (the leftovers of a finished command), until Release.
 func (p *process) Signal(sig syscall.Signal) error {
-	var b byte
+	var op string
 	switch sig {
 	case syscall.SIGTERM:
-		b = 'T'
+		op = "T"
 	case syscall.SIGKILL:
-		b = 'K'
+		op = "K"
 	default:
 		return fmt.Errorf("signal %v is not supported over ssh", sig)
 	}
 	select {
-	case <-p.rc.exited:
-		return nil
 	case <-p.released:
 		return nil
 	default:
 	}
-	select {
-	case p.sigs <- b:
-	default: // the engine sends a handful per process; a full queue has them
-	}
+	p.sup.send(fmt.Sprintf("%s %d %s", op, p.pid, p.start))
 	return nil
 }
 
 // Release closes the channel and returns how the command ended.
 func (p *process) Release() engine.Exit {
-	p.releaseOnce.Do(func() { close(p.released) })
+	p.releaseOnce.Do(func() {
+		close(p.released)
+		p.sup.send(fmt.Sprintf("R %d %s", p.pid, p.start))
+	})
 	p.discard()
 	rc := p.rc
 	switch {

@@ -64,7 +64,7 @@ func (s *Spawner) Spawn(cmd engine.Command) (engine.Process, error) {
 			envUnset:  c.envUnset,
 			export:    cmd.Env,
 			private:   len(spec.Env) > 0,
-			afterExit: s.d.timing.afterExit,
+			registry:  c.sup.reg,
 		})
 		if errors.Is(err, errStale) && attempt == 0 {
 			continue // the connection had just died: dial again once

@@ -19,10 +19,6 @@ const (
 	DefaultStartTimeout     = 30 * time.Second
 	DefaultKeepAlive        = 4 * time.Second
 	DefaultKeepAliveTimeout = 8 * time.Second
-	// DefaultAfterExit is the watcher's wait between TERM and KILL for
-	// what is left of a group once its leader exited (the engine's drain
-	// window is 250 ms).
-	DefaultAfterExit = 200 * time.Millisecond
 )
 
 // Config configures New. Target is required; every zero field takes the
@@ -57,8 +53,6 @@ type Config struct {
 	// (DefaultKeepAlive, DefaultKeepAliveTimeout: a silent network is
 	// noticed within 12 s).
 	KeepAlive, KeepAliveTimeout time.Duration
-	// AfterExit is DefaultAfterExit unless set (tests).
-	AfterExit time.Duration
 	// Engine configures the task engine: timeouts, the kill grace, the
 	// local state directory, output bounds, the logger. Its BaseEnv and
 	// DefaultWorkdir are ignored: commands start from the host's login
@@ -130,7 +124,7 @@ func New(cfg Config) (*Executor, error) {
 			start:            orDefault(cfg.StartTimeout, DefaultStartTimeout),
 			keepAlive:        orDefault(cfg.KeepAlive, DefaultKeepAlive),
 			keepAliveTimeout: orDefault(cfg.KeepAliveTimeout, DefaultKeepAliveTimeout),
-			afterExit:        orDefault(cfg.AfterExit, DefaultAfterExit),
+			grace:            orDefault(ecfg.Grace, engine.DefaultGrace),
 			sweepAge:         orDefault(ecfg.SpillMaxAge, engine.DefaultSpillMaxAge),
 		},
 	}

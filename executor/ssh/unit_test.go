@@ -148,7 +148,7 @@ func (s *smallReads) Read(p []byte) (int, error) {
 
 func TestPreludeIsOneLine(t *testing.T) {
 	l := &launch{marker: newMarker(), script: "x", stdin: []byte("in"), dir: "/a\nb", unset: []string{"SECRET"},
-		envUnset: []string{"a/b"}, export: []string{"A=multi\nline"}, afterExit: 200 * time.Millisecond}
+		envUnset: []string{"a/b"}, export: []string{"A=multi\nline"}, registry: "/tmp/r"}
 	for _, inline := range []bool{false, true} {
 		p := l.prelude(inline)
 		if strings.ContainsAny(p, "\n\r") {
@@ -168,5 +168,12 @@ func TestPreludeIsOneLine(t *testing.T) {
 	short.private = true
 	if short.inline(true) {
 		t.Error("Spec.Env went on the command line")
+	}
+}
+
+func TestSupervisorPreludeParses(t *testing.T) {
+	p := supervisorPrelude("/tmp/it's", 2*time.Second)
+	if out, err := exec.Command("bash", "-n", "-c", p).CombinedOutput(); err != nil {
+		t.Errorf("supervisor prelude does not parse: %v %s\n%s", err, out, p)
 	}
 }

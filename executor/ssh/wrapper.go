@@ -53,42 +53,30 @@ const maxInline = 32 << 10
 //
 // sshd starts every session's shell as the leader of a new session and
 // process group (setsid), without a terminal. The prelude, evaluated by that
-// shell, forks the watcher, changes to the command's directory (or reports
-// why not), points stdin at /dev/null (or a private temporary file holding
-// Spec.Stdin), sets the environment, prints "MARK ok PGID" and evaluates the
-// command in place, so the group leader is the command's own shell and
-// sshd's exit-status or exit-signal is the command's. Nothing is started
-// between the header and the command, and nothing after it, so the exit the
-// channel reports cannot be the wrapper's.
-//
-// The watcher is a subshell in the group, out of the shell's job table
-// (`wait` in the command does not wait for it), that ignores TERM. It reads
-// the channel's stdin: "T" sends TERM to the group, "K" sends KILL; at end of
-// input (the leader exited and sshd closed the pipe, or the connection is
-// gone) it sends TERM to the group, waits afterExit and sends KILL (the wait
-// is a read of a new pty master that nobody writes, so that the common case
-// starts no sleep(1) process; sleep when no pty can be had). Being a
-// member, it keeps the group id from being recycled while it can still
-// signal it. It is forked as early as it can be: it holds no output pipe,
-// but a fresh fork does until its redirections run, and sshd ends the
-// channel only once nobody holds them, so a quick command would otherwise
-// wait for the fork to be scheduled.
+// shell, changes to the command's directory (or reports why not), points
+// stdin at /dev/null (or a private temporary file holding Spec.Stdin), sets
+// the environment, registers the group with the connection's supervisor
+// (its pid and start time, appended to the registry file), prints
+// "MARK ok PGID START" and evaluates the command in place, so the group
+// leader is the command's own shell and sshd's exit-status or exit-signal
+// is the command's. Nothing is started before the command, between the
+// header and it or after it, so the exit the channel reports cannot be the
+// wrapper's, and a command costs no process beyond its own.
 //
 // An inline launch (a login bash, a short script, no Spec.Stdin or Spec.Env)
-// is the exec request itself: the prelude with the script quoted in it, the
-// watcher forked first. Any other goes through the reader: its prelude and
-// then the script and Spec.Stdin travel on stdin, and the watcher is forked
-// once they are read (it reads the same stdin).
+// is the exec request itself: the prelude with the script quoted in it. Any
+// other goes through the reader: its prelude and then the script and
+// Spec.Stdin travel on stdin.
 type launch struct {
-	marker    string
-	script    string
-	stdin     []byte
-	dir       string
-	unset     []string // variables of the remote login environment to drop
-	envUnset  []string // the same, with names bash cannot unset (env -u)
-	export    []string // NAME=value, set last
-	private   bool     // export holds Spec.Env: keep it off the command line
-	afterExit time.Duration
+	marker   string
+	script   string
+	stdin    []byte
+	dir      string
+	unset    []string // variables of the remote login environment to drop
+	envUnset []string // the same, with names bash cannot unset (env -u)
+	export   []string // NAME=value, set last
+	private  bool     // export holds Spec.Env: keep it off the command line
+	registry string   // the supervisor's registry file
 }
 
 // inline reports whether l can be the exec request itself for a host whose
@@ -117,13 +105,7 @@ func (l *launch) prelude(inline bool) string {
 	dir := quote(l.dir)
 	var b []string
 	add := func(format string, args ...any) { b = append(b, fmt.Sprintf(format, args...)) }
-	watcher := func() {
-		add("{ ( trap '' TERM INT HUP QUIT PIPE; while IFS= read -r __dsh_c; do case $__dsh_c in T) kill -TERM -- -$$;; K) kill -KILL -- -$$;; esac; done; kill -TERM -- -$$; if exec 9<>/dev/ptmx; then read -t %s -u 9; else sleep %s; fi; kill -KILL -- -$$ ) <&0 >/dev/null 2>&1 & }",
-			seconds(l.afterExit), seconds(l.afterExit))
-		add("disown $! 2>/dev/null")
-	}
 	if inline {
-		watcher()
 		add("__dsh_s=%s", quote(l.script))
 	} else {
 		add("unset -v n p")
@@ -135,7 +117,6 @@ func (l *launch) prelude(inline bool) string {
 			add(`__dsh_in="${TMPDIR:-/tmp}/dsh-acp-stdin.$$.$RANDOM"`)
 			add(`{ ( umask 077; set -C; : >"$__dsh_in" ) && head -c %d >"$__dsh_in"; } 2>/dev/null || { rm -f -- "$__dsh_in"; printf '%%s fail stdin\n' %s; exit 0; }`, len(l.stdin), m)
 		}
-		watcher()
 	}
 	add("printf '%%s\\n' %s >&2", m)
 	cleanup := ""
@@ -159,8 +140,12 @@ func (l *launch) prelude(inline bool) string {
 		}
 		add("export %s", strings.Join(q, " "))
 	}
-	add("unset -v __dsh_e __dsh_in")
-	add(`printf '%%s ok %%s\n' %s "$$"`, m)
+	// The leader's start time (/proc/PID/stat field 22) tells the
+	// supervisor the group's leader from a process that took its pid.
+	add(`__dsh_t=; read -r __dsh_t < /proc/$$/stat 2>/dev/null && { set -- ${__dsh_t##*) }; __dsh_t=${20-}; set --; }`)
+	add(`printf '%%s %%s\n' "$$" "$__dsh_t" >> %s 2>/dev/null`, quote(l.registry))
+	add(`printf '%%s ok %%s %%s\n' %s "$$" "$__dsh_t"`, m)
+	add("unset -v __dsh_e __dsh_in __dsh_t")
 	if len(l.envUnset) > 0 {
 		// Names bash cannot unset itself: env removes them, and bash -c
 		// runs the command in the same process.
