@@ -63,7 +63,7 @@ type dialer struct {
 // timing holds the connection's clocks.
 type timing struct {
 	dial, start, keepAlive, keepAliveTimeout, grace time.Duration
-	sweepAge                                            time.Duration
+	sweepAge                                        time.Duration
 }
 
 // conn is one live connection and what the hello learned about the host.

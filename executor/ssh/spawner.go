@@ -56,15 +56,15 @@ func (s *Spawner) Spawn(cmd engine.Command) (engine.Process, error) {
 			return nil, err
 		}
 		p, err := c.start(&launch{
-			marker:    newMarker(),
-			script:    spec.Command,
-			stdin:     spec.Stdin,
-			dir:       spec.Workdir,
-			unset:     c.unset,
-			envUnset:  c.envUnset,
-			export:    cmd.Env,
-			private:   len(spec.Env) > 0,
-			registry:  c.sup.reg,
+			marker:   newMarker(),
+			script:   spec.Command,
+			stdin:    spec.Stdin,
+			dir:      spec.Workdir,
+			unset:    c.unset,
+			envUnset: c.envUnset,
+			export:   cmd.Env,
+			private:  len(spec.Env) > 0,
+			registry: c.sup.reg,
 		})
 		if errors.Is(err, errStale) && attempt == 0 {
 			continue // the connection had just died: dial again once
