@@ -35,30 +35,36 @@
 // one-line reader that evaluates a prelude sent on stdin, then the script
 // and Spec.Stdin, so nothing of it passes through a non-bash login shell's
 // parser or the argument limits (a 5 MiB script runs), and a hook's
-// environment stays out of the host's process list. sshd makes the
-// session's shell the leader of a new session and
-// process group, without a terminal; the prelude forks a watcher into the
-// group, changes to the working directory (a missing one is an error
-// wrapping executor.ErrWorkdir and fs.ErrNotExist), points stdin at
-// /dev/null (or a private temporary file holding Spec.Stdin, removed once
-// open), exports the engine's environment, prints the group id and
-// evaluates the command in place: the leader is the command's own shell,
-// and the exit-status or exit-signal sshd reports is the command's.
-// Completion is decided by that report, not by output, so `sleep 100 &
-// echo hi` returns at once.
+// environment stays out of the host's process list.
 //
-// Signals travel in band: Process.Signal writes "T" or "K" on the
-// channel's stdin, and the watcher, a member of the group, sends TERM or
-// KILL to the whole group. An SSH "signal" request would reach only the
-// leader's group while the leader lives and not every server honours it;
-// a `kill -PGID` over another channel could hit a recycled group. The
-// watcher keeps the group id alive while it can signal it, and it is what
-// ends a group whose channel closes: when the leader exits sshd closes the
-// watcher's stdin, and when the connection drops so does the dying sshd,
-// and the watcher sends TERM, waits 200 ms and sends KILL. A command in
-// flight when the connection drops ends with a *LostError (errors.Is
-// ErrConnectionLost): Run returns it as an error with the output so far,
-// a background task ends Killed.
+// sshd makes the session's shell the leader of a new session and process
+// group, without a terminal; the prelude changes to the working directory
+// (a missing one is an error wrapping executor.ErrWorkdir and
+// fs.ErrNotExist), points stdin at /dev/null (or a private temporary file
+// holding Spec.Stdin, removed once open), exports the engine's
+// environment, registers the group with the connection's supervisor, prints
+// the group id and evaluates the command in place: the leader is the
+// command's own shell, and the exit-status or exit-signal sshd reports is
+// the command's. Completion is decided by that report, not by output, so
+// `sleep 100 & echo hi` returns at once. A command costs no remote process
+// beyond its own.
+//
+// Signals go through the connection's supervisor, a long-lived bash in a
+// session of its own started by the hello: Process.Signal queues "T PGID
+// START" or "K PGID START" on its stdin and it sends TERM or KILL to the
+// group, only while the group is still the command's: process PGID gone
+// (the leader exited; leftovers may hold the group) or the leader itself
+// (the start time it registered), never a process that took the pid since.
+// An SSH "signal" request would reach only a live leader's group and not
+// every server honours it; a `kill` over a new channel per signal costs a
+// process and a round trip. The supervisor is also what ends the groups
+// when the connection drops: at end of its input (sshd closed its pipe, or
+// died) it sends TERM to every registered group not yet released, waits the
+// grace period and sends KILL. A command in flight then ends with a
+// *LostError (errors.Is ErrConnectionLost): Run returns it as an error with
+// the output so far; a background task ends Killed, its last line saying
+// why. If the supervisor itself ends while the connection lives, the
+// connection is closed so that its commands end the same way.
 //
 // # Files
 //
@@ -75,8 +81,11 @@
 //     is refused with executor.ErrSandbox.
 //   - A process that leaves the group (setsid) escapes the kill, as with the
 //     plain local spawner.
-//   - sshd's MaxSessions (10 by default) caps the commands running at once
-//     over the one connection; the next one fails with an error saying so.
+//   - sshd's MaxSessions (10 by default, one of them the supervisor) caps
+//     the commands running at once over the one connection, a spilling
+//     command taking two; the next one fails with an error saying so.
+//   - The pid check needs /proc on the host; without it a signal after the
+//     leader exited could in theory reach a group that took its pid.
 //   - The host needs bash 4.1 or newer on PATH (macOS's /bin/bash 3.2 is
 //     too old), GNU-style `head -c` for Spec.Stdin, and sleep(1) accepting
 //     fractions. A host whose sshd does not make each session's shell a
@@ -87,5 +96,6 @@
 //   - Spill writes travel over the same connection: a command that prints
 //     faster than the host can store its spill is slowed to that rate.
 //   - The daemon's death (SIGKILL) drops the connection: the groups die as
-//     on any connection loss, but nothing reports it.
+//     on any connection loss. A remote `kill -9` of the supervisor's shell
+//     (or of all the user's processes) leaves groups unattended.
 package ssh
