@@ -334,7 +334,7 @@ func checkCwd(cwd string) error {
 // NewSession creates a session with a journal.
 func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (resp sdk.NewSessionResponse, err error) {
 	defer guarded(s.log, "session/new", &err)
-	if err := checkCwd(p.Cwd); err != nil {
+	if err := s.checkSessionCwd(ctx, p.Cwd); err != nil {
 		return resp, err
 	}
 	id := replay.NewSessionID()

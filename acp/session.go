@@ -97,7 +97,7 @@ func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
 	ss.journalSink = newJournalSink(j, s.log, id, ss.present)
 	sink := fanout{ss.title, ss.present, ss.journalSink}
 	ap := &approver{ss: ss, client: s.conn, tools: ss.box, userRules: s.cfg.UserRules, trust: s.trust}
-	ss.agent = agent.NewSession(id, cwd, s.models, ss.box, sink, ap, s.cfg.Agent)
+	ss.agent = agent.NewSession(id, s.runDir(cwd), s.models, ss.box, sink, ap, s.cfg.Agent)
 	return ss
 }
 
@@ -109,12 +109,13 @@ func (s *Server) presenter(id, cwd string, w *updateWriter, cards presentation.C
 	caps := s.caps
 	s.mu.Unlock()
 	return presentation.NewPresenter(presentation.PresenterOptions{
-		Send:   func(u sdk.SessionUpdate) { sendUpdate(w, id, s.log, u) },
-		Cards:  cards,
-		Caps:   caps,
-		Cwd:    cwd,
-		Flush:  presentation.FlushPolicy{Interval: s.cfg.CardFlushInterval, Bytes: s.cfg.CardFlushBytes},
-		Replay: replay,
+		Send:     func(u sdk.SessionUpdate) { sendUpdate(w, id, s.log, u) },
+		Cards:    cards,
+		Caps:     caps,
+		Cwd:      s.runDir(cwd),
+		Location: s.location(),
+		Flush:    presentation.FlushPolicy{Interval: s.cfg.CardFlushInterval, Bytes: s.cfg.CardFlushBytes},
+		Replay:   replay,
 	})
 }
 
@@ -225,7 +226,7 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	if cwd != "" && !filepath.IsAbs(cwd) {
 		return nil, invalidParams("cwd must be an absolute path, got %q", cwd)
 	}
-	clientCwd := cwd != "" && checkCwd(cwd) == nil
+	clientCwd := cwd != "" && s.checkSessionCwd(context.Background(), cwd) == nil
 	j, err := s.cfg.Store.OpenAppend(id)
 	if err != nil {
 		return nil, invalidParams("cannot open session %s: %v", id, err)

@@ -63,7 +63,11 @@ func NewBash(ex executor.Executor, cfg Config) *Registry {
 // bashTools builds bash, bash_output and bash_kill.
 func bashTools(ex executor.Executor, cfg Config) []Tool {
 	cfg = cfg.withDefaults()
-	txt := renderTexts(cfg)
+	where := ""
+	if r, ok := ex.(executor.Remote); ok {
+		where = r.Describe()
+	}
+	txt := renderTexts(cfg, where)
 	return []Tool{
 		&bash{ex: ex, cfg: cfg, desc: txt.bash, schema: bashSchema(cfg), prompts: txt.prompts},
 		&bashOutput{ex: ex, cfg: cfg, desc: txt.bashOutput,

@@ -29,13 +29,17 @@ type textData struct {
 	// Writable and Network are what it allows.
 	Level                       executor.Level
 	Confined, Writable, Network bool
+	// Where says where commands run when that is another machine
+	// (executor.Remote's Describe), else "".
+	Where string
 }
 
 // renderTexts renders the embedded templates with cfg's limits. The
 // templates are part of the binary, so a failure is a programming error
 // that every test run catches.
-func renderTexts(cfg Config) texts {
+func renderTexts(cfg Config, where string) texts {
 	data := textData{
+		Where:            where,
 		DefaultTimeout:   humanDuration(cfg.DefaultTimeout),
 		MaxTimeout:       humanDuration(cfg.MaxTimeout),
 		DefaultTimeoutMs: cfg.DefaultTimeout.Milliseconds(),

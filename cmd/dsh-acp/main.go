@@ -26,7 +26,6 @@ import (
 	"github.com/dsh-acp/dsh-acp/acp"
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/executor/local"
-	"github.com/dsh-acp/dsh-acp/executor/sandbox"
 	"github.com/dsh-acp/dsh-acp/internal/agent"
 	"github.com/dsh-acp/dsh-acp/internal/mcp"
 	"github.com/dsh-acp/dsh-acp/internal/permission"
@@ -109,15 +108,7 @@ func serve(cfg config) error {
 			secrets = append(secrets, k)
 		}
 	}
-	ex, err := sandbox.New(sandbox.Config{Config: local.Config{
-		DefaultTimeout: cfg.Timeout,
-		MaxTimeout:     cfg.MaxTimeout,
-		Grace:          cfg.KillGrace,
-		StateDir:       cfg.StateDir,
-		AllowEnv:       cfg.AllowEnv,
-		SecretValues:   secrets,
-		Logger:         log,
-	}, Level: cfg.Sandbox})
+	ex, err := newExecutor(cfg, secrets, log)
 	if err != nil {
 		return fmt.Errorf("executor: %w", err)
 	}
@@ -167,7 +158,7 @@ func serve(cfg config) error {
 			Env:         local.ScrubEnv(os.Environ(), cfg.AllowEnv, secrets),
 			Grace:       cfg.KillGrace,
 			OutputLimit: cfg.OutputLimit,
-			Spill:       ex,
+			Spill:       spillerOf(ex),
 			Logger:      log,
 		},
 	})
@@ -176,8 +167,21 @@ func serve(cfg config) error {
 // logSandbox logs the sandbox level sessions start at, and why confined
 // levels cannot be built when they cannot; an explicit level that cannot
 // be built is a warning: every command will be refused.
-func logSandbox(log *zap.Logger, ex *sandbox.Executor, explicit executor.Level) {
-	level, why := ex.DefaultLevel(), ex.Unavailable()
+// spillerOf is ex's spill store for MCP results, nil when it has none.
+func spillerOf(ex executor.Executor) mcp.Spiller {
+	if sp, ok := ex.(mcp.Spiller); ok {
+		return sp
+	}
+	return nil
+}
+
+func logSandbox(log *zap.Logger, ex executor.Executor, explicit executor.Level) {
+	c, ok := ex.(executor.Confiner)
+	if !ok {
+		log.Info("sandbox: none for this executor", zap.Bool("explicit", explicit != ""))
+		return
+	}
+	level, why := c.DefaultLevel(), c.Unavailable()
 	switch {
 	case why == nil:
 		log.Info("sandbox", zap.String("level", string(level)), zap.Bool("explicit", explicit != ""))

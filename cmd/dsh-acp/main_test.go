@@ -109,6 +109,36 @@ func TestConfigFlagsAndEnvironment(t *testing.T) {
 	}
 }
 
+func TestConfigExecutor(t *testing.T) {
+	env := map[string]string{"DSH_STATE_DIR": "/var/tmp/s"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	var usage bytes.Buffer
+	if c, err := parseConfig("dsh-acp", nil, lookup, &usage); err != nil || c.Executor != "local" || c.SSHTarget != nil {
+		t.Errorf("default: %+v %v", c, err)
+	}
+	c, err := parseConfig("dsh-acp", []string{"--executor", "ssh://me@build1:2222/srv/p", "--ssh-identity", "/k"}, lookup, &usage)
+	if err != nil || c.SSHTarget == nil || c.SSHTarget.Host != "build1" || c.SSHTarget.Dir != "/srv/p" || c.SSHIdentity != "/k" {
+		t.Errorf("ssh: %+v %v", c, err)
+	}
+	env["DSH_EXECUTOR"] = "ssh://build2"
+	if c, err := parseConfig("dsh-acp", nil, lookup, &usage); err != nil || c.SSHTarget == nil || c.SSHTarget.Host != "build2" {
+		t.Errorf("DSH_EXECUTOR: %+v %v", c, err)
+	}
+	delete(env, "DSH_EXECUTOR")
+	for _, bad := range [][]string{{"--executor", "docker"}, {"--executor", "ssh://u:pw@h"}, {"--ssh-identity", "/k"}} {
+		if _, err := parseConfig("dsh-acp", bad, lookup, &usage); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	usage.Reset()
+	parseConfig("dsh-acp", []string{"--help"}, lookup, &usage)
+	for _, want := range []string{"-executor", "ssh://[user@]host[:port][/path]", "-ssh-identity", "-ssh-known-hosts", "DSH_EXECUTOR"} {
+		if !strings.Contains(usage.String(), want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+}
+
 // waitOutput polls until out contains want.
 func waitOutput(t *testing.T, out *acptest.LockedBuffer, want string) {
 	t.Helper()
