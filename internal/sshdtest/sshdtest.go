@@ -229,7 +229,7 @@ func Agent(t testing.TB, keyPath string) string {
 	}
 	sock := filepath.Join(t.TempDir(), "agent.sock")
 	cmd := exec.Command(agentBin, "-D", "-a", sock)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = dieWithTest()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("sshdtest: ssh-agent: %v", err)
 	}
@@ -258,7 +258,7 @@ func (s *Server) start() error {
 	log := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	// A test binary that dies (a timeout panic) takes its sshd along.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = dieWithTest()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", SSHD, err)
 	}
