@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-acp/dsh-acp/internal/acptest"
 	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 )
 
@@ -12,11 +13,11 @@ import (
 // full), the model's text says the full output could not be saved, and
 // why, instead of naming a file that is not complete.
 func TestE2ESpillWriteFailureIsSaid(t *testing.T) {
-	state := mountTmpfs(t, "2m")
+	state := acptest.MountTmpfs(t, "2m")
 	model := llmtest.New(t)
 	d := startModelDaemon(t, daemonBinary(t), state, model, nil)
 	sid := d.newSessionOnly(t.TempDir())
-	fillDisk(t, filepath.Join(state, "filler"))
+	acptest.FillDisk(t, filepath.Join(state, "filler"))
 
 	model.Push(
 		llmtest.Calls(llmtest.Call{ID: "call_1", Name: "bash", Args: `{"command":"head -c 300000 /dev/zero | tr '\\0' x; echo","description":"Print a lot"}`}),
