@@ -2,8 +2,10 @@ package presentation
 
 import (
 	"encoding/json"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -18,20 +20,31 @@ type CardIntents interface {
 	PresentResult(name string, args json.RawMessage, res event.Result) tools.ResultIntent
 }
 
-// FlushPolicy bounds how often live output reaches a card: at most one
-// update per Interval, or sooner once Bytes have piled up. The zero value
-// takes the defaults (50 ms, 16 KiB).
+// FlushPolicy bounds how often live output reaches a card. The first chunk
+// after a quiet Interval goes out at once (leading edge); what arrives
+// sooner is gathered and sent Interval after the previous send, so a card
+// gets at most one flush per Interval and no chunk waits longer than one.
+// Bytes caps the data of one update: a flush holding more sends it as
+// several updates, back to back, each cut on a character boundary, so no
+// single line of the wire grows with the output. The zero value takes the
+// defaults (one frame at 60 Hz, 64 KiB).
 type FlushPolicy struct {
 	Interval time.Duration
 	Bytes    int
 }
 
+// Flush policy defaults: DefaultFlushInterval is one frame at 60 Hz.
+const (
+	DefaultFlushInterval = time.Second / 60
+	DefaultFlushBytes    = 64 << 10
+)
+
 func (f FlushPolicy) withDefaults() FlushPolicy {
 	if f.Interval <= 0 {
-		f.Interval = 50 * time.Millisecond
+		f.Interval = DefaultFlushInterval
 	}
 	if f.Bytes <= 0 {
-		f.Bytes = 16 << 10
+		f.Bytes = DefaultFlushBytes
 	}
 	return f
 }
@@ -169,15 +182,15 @@ func (p *Presenter) closeCard(e event.ToolResult) {
 	}
 }
 
-// cardStream coalesces a card's live output: at most one update per
-// interval, or sooner once bytes have piled up. append never blocks on the
-// client (the tool already capped what a card may receive).
+// cardStream coalesces a card's live output (see FlushPolicy). append
+// never blocks on the client (the tool already capped what a card may
+// receive): a goroutine of the stream's own does the writes.
 type cardStream struct {
 	policy FlushPolicy
 	write  func(string)
 
 	mu      sync.Mutex
-	pending []byte
+	pending strings.Builder // handed over whole at each flush, never copied
 	wake    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
@@ -196,8 +209,11 @@ func newCardStream(policy FlushPolicy, write func(string)) *cardStream {
 }
 
 func (s *cardStream) append(data string) {
+	if data == "" {
+		return
+	}
 	s.mu.Lock()
-	s.pending = append(s.pending, data...)
+	s.pending.WriteString(data)
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
@@ -205,61 +221,58 @@ func (s *cardStream) append(data string) {
 	}
 }
 
+// take returns the pending output and starts a new buffer.
 func (s *cardStream) take() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := string(s.pending)
-	s.pending = s.pending[:0]
+	out := s.pending.String()
+	s.pending = strings.Builder{}
 	return out
 }
 
-func (s *cardStream) size() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.pending)
-}
-
-// run sends pending output when the interval since the last send has passed,
-// or at once when a full batch is waiting.
+// run sends pending output at once when the previous send is an Interval
+// old or more, else when it becomes so.
 func (s *cardStream) run() {
 	defer close(s.done)
-	var last time.Time
+	var last time.Time // the start of the previous send; zero: never
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-s.wake:
 		}
-		if !s.waitForBatch(last) {
-			return
+		if wait := s.policy.Interval - time.Since(last); !last.IsZero() && wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-s.stop:
+				t.Stop()
+				return
+			case <-t.C:
+			}
 		}
 		if data := s.take(); data != "" {
-			s.write(data)
 			last = time.Now()
+			s.send(data)
 		}
 	}
 }
 
-// waitForBatch waits until the interval since last has passed or a full
-// batch is pending; false means the stream was closed meanwhile.
-func (s *cardStream) waitForBatch(last time.Time) bool {
-	wait := s.policy.Interval - time.Since(last)
-	if wait <= 0 || s.size() >= s.policy.Bytes {
-		return true
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return false
-		case <-t.C:
-			return true
-		case <-s.wake:
-			if s.size() >= s.policy.Bytes {
-				return true
+// send writes data in updates of at most policy.Bytes, each ending on a
+// character boundary.
+func (s *cardStream) send(data string) {
+	for len(data) > 0 {
+		n := min(len(data), s.policy.Bytes)
+		for n < len(data) && n > 0 && !utf8.RuneStart(data[n]) {
+			n--
+		}
+		if n == 0 { // no boundary within Bytes: keep the character whole
+			n = min(len(data), s.policy.Bytes)
+			for n < len(data) && !utf8.RuneStart(data[n]) {
+				n++
 			}
 		}
+		s.write(data[:n])
+		data = data[n:]
 	}
 }
 
@@ -268,6 +281,6 @@ func (s *cardStream) close() {
 	close(s.stop)
 	<-s.done
 	if data := s.take(); data != "" {
-		s.write(data)
+		s.send(data)
 	}
 }

@@ -1,0 +1,166 @@
+package presentation
+
+import (
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/dsh-acp/dsh-acp/internal/event"
+	"github.com/dsh-acp/dsh-acp/tools"
+)
+
+// recorder collects a card stream's writes; got delivers each as it comes.
+type recorder struct {
+	mu     sync.Mutex
+	writes []string
+	got    chan string
+}
+
+func newRecorder() *recorder { return &recorder{got: make(chan string, 1024)} }
+
+func (r *recorder) write(s string) {
+	r.mu.Lock()
+	r.writes = append(r.writes, s)
+	r.mu.Unlock()
+	r.got <- s
+}
+
+func (r *recorder) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.writes...)
+}
+
+// await returns the next write; the timeout only turns a hang into a
+// failure (the interval under test is an hour).
+func (r *recorder) await(t *testing.T, what string) string {
+	t.Helper()
+	select {
+	case s := <-r.got:
+		return s
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: no write", what)
+		return ""
+	}
+}
+
+// An hour-long interval: any chunk that waits for it never arrives.
+var hourly = FlushPolicy{Interval: time.Hour, Bytes: 1 << 20}
+
+// The first chunk after a quiet period goes out at once, without waiting for
+// the interval (leading edge); what follows within the interval is held and
+// sent in one piece.
+func TestCardStreamSendsTheFirstChunkAtOnce(t *testing.T) {
+	r := newRecorder()
+	s := newCardStream(hourly, r.write)
+	s.append("first\n")
+	if got := r.await(t, "the first chunk"); got != "first\n" {
+		t.Fatalf("first write = %q, want %q", got, "first\n")
+	}
+	for i := range 1000 {
+		s.append(strings.Repeat("x", i%7) + "\n")
+	}
+	s.close()
+	if n := len(r.all()); n != 2 {
+		t.Errorf("1001 chunks within one interval made %d writes, want 2 (the first, then the rest at close)", n)
+	}
+}
+
+// Output piling up does not send sooner: the interval alone bounds the
+// number of flushes (a card gets at most 60 a second), and a flush bigger
+// than Bytes goes out as several updates, each cut on a character boundary.
+func TestCardStreamPileUpWaitsForTheInterval(t *testing.T) {
+	r := newRecorder()
+	s := newCardStream(FlushPolicy{Interval: time.Hour, Bytes: 1000}, r.write)
+	s.append("a")
+	r.await(t, "the first chunk")
+	var want strings.Builder
+	want.WriteString("a")
+	for range 500 {
+		s.append("héllo, wörld ") // 2-byte characters, so cuts can fall inside one
+		want.WriteString("héllo, wörld ")
+	}
+	r.mu.Lock()
+	early := len(r.writes) - 1
+	r.mu.Unlock()
+	s.close()
+	if early > 0 {
+		t.Errorf("%d writes before the interval passed; piled-up output must wait", early)
+	}
+	writes := r.all()
+	if got := strings.Join(writes, ""); got != want.String() {
+		t.Fatalf("the writes do not add up to the input (%d bytes, want %d)", len(got), want.Len())
+	}
+	for i, w := range writes {
+		if len(w) > 1000 || !utf8.ValidString(w) {
+			t.Errorf("write %d: %d bytes, valid UTF-8 %v; want at most 1000 valid bytes", i, len(w), utf8.ValidString(w))
+		}
+	}
+	if len(writes) != 1+(want.Len()-1+999)/1000 {
+		t.Errorf("%d writes for %d bytes in updates of at most 1000", len(writes), want.Len())
+	}
+}
+
+// What arrives within the interval is sent when it ends, without a close.
+func TestCardStreamSendsTheRestWhenTheIntervalEnds(t *testing.T) {
+	r := newRecorder()
+	s := newCardStream(FlushPolicy{Interval: time.Millisecond, Bytes: 1 << 20}, r.write)
+	defer s.close()
+	s.append("a")
+	r.await(t, "the first chunk")
+	s.append("b")
+	if got := r.await(t, "the trailing chunk"); got != "b" {
+		t.Errorf("trailing write = %q, want %q", got, "b")
+	}
+}
+
+func TestCardStreamSplitKeepsAWideCharacterWhole(t *testing.T) {
+	r := newRecorder()
+	s := newCardStream(FlushPolicy{Interval: time.Hour, Bytes: 2}, r.write)
+	s.close()    // nothing sent yet: the split runs at close
+	s.send("€€") // 3 bytes each: no boundary within 2 bytes
+	if got := r.all(); len(got) != 2 || got[0] != "€" || got[1] != "€" {
+		t.Errorf("writes = %q, want two whole characters", got)
+	}
+}
+
+// terminalCards opens every call as a terminal card.
+type terminalCards struct{}
+
+func (terminalCards) PresentCall(name string, _ json.RawMessage) tools.CallIntent {
+	return tools.CallIntent{Card: tools.CardTerminal, Title: name, Kind: "execute"}
+}
+
+func (terminalCards) PresentResult(string, json.RawMessage, event.Result) tools.ResultIntent {
+	return tools.ResultIntent{Card: tools.CardTerminal}
+}
+
+// Through the presenter: a live card's first chunk reaches Send without
+// waiting for the flush interval.
+func TestPresenterSendsACardsFirstChunkAtOnce(t *testing.T) {
+	sent := make(chan acp.SessionUpdate, 16)
+	p := NewPresenter(PresenterOptions{
+		Send:  func(u acp.SessionUpdate) { sent <- u },
+		Cards: terminalCards{},
+		Caps:  Caps{Terminal: true},
+		Flush: hourly,
+	})
+	p.Emit(event.ToolCall{ID: "c1", Name: "bash"})
+	<-sent // the card
+	p.Emit(event.ToolOutput{ID: "c1", Data: "hello\n"})
+	select {
+	case u := <-sent:
+		out, _ := u.ToolCallUpdate.Meta[metaTerminalOutput].(terminalOutput)
+		if out.Data != "hello\n" {
+			t.Errorf("first update after the card = %+v, want the chunk", u.ToolCallUpdate)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first chunk waited for the flush interval")
+	}
+	p.Emit(event.ToolResult{ID: "c1", Name: "bash"})
+}
