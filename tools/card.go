@@ -51,10 +51,22 @@ func (c *cardStream) observe(ch executor.Chunk) {
 	if len(ch.Data) == 0 {
 		return
 	}
-	buf := append(c.carry[ch.Stream], ch.Data...)
-	n := completeLen(buf)
-	c.emit(buf[:n])
-	c.carry[ch.Stream] = append([]byte(nil), buf[n:]...)
+	if c.capped { // past the cap: count, never copy
+		c.hidden += int64(len(ch.Data))
+		return
+	}
+	data := ch.Data
+	carry := c.carry[ch.Stream]
+	if len(carry) > 0 {
+		data = append(carry, data...)
+	}
+	n := completeLen(data)
+	c.emit(data[:n])
+	if n == len(data) {
+		delete(c.carry, ch.Stream)
+		return
+	}
+	c.carry[ch.Stream] = append([]byte(nil), data[n:]...) // at most 3 bytes
 }
 
 // close flushes what is pending, adds the not-shown notice (naming the
@@ -105,8 +117,19 @@ func (c *cardStream) emit(b []byte) {
 		c.hidden += int64(len(b))
 		return
 	}
-	s := strings.ToValidUTF8(string(b), "\uFFFD")
 	room := c.limit - c.data
+	if len(b) > room+utf8.UTFMax && utf8.Valid(b) {
+		// At most room bytes can be shown: copy no more than those and
+		// the character they may cut (a valid cut: past room, on a
+		// character start).
+		j := room + utf8.UTFMax
+		for !utf8.RuneStart(b[j]) {
+			j--
+		}
+		c.hidden += int64(len(b) - j)
+		b = b[:j]
+	}
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
 	if len(s) > room {
 		k := room
 		for k > 0 && !utf8.RuneStart(s[k]) {
