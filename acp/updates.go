@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/dsh-acp/dsh-acp/presentation"
 )
 
 // updateWriter writes session/update notifications straight to the
@@ -40,11 +42,29 @@ type wireParams struct {
 	Update    any           `json:"update"`
 }
 
+// maxPooledUpdate is the largest buffer kept for reuse: a rare huge line
+// (a replayed card's whole output) must not stay pinned.
+const maxPooledUpdate = 1 << 20
+
 // SessionUpdate writes one notification.
 func (u *updateWriter) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
 	buf := u.pool.Get().(*bytes.Buffer)
-	defer u.pool.Put(buf)
+	defer func() {
+		if buf.Cap() <= maxPooledUpdate {
+			u.pool.Put(buf)
+		}
+	}()
 	buf.Reset()
+	if id, data, ok := presentation.LiveOutput(n.Update); ok {
+		// Live output, the bulk of the bytes: appended straight into the
+		// line, with no reflection and no intermediate copy.
+		b := appendLiveOutput(buf.AvailableBuffer(), string(n.SessionId), id, data)
+		_, err := u.w.Write(b)
+		if cap(b) > buf.Cap() {
+			*buf = *bytes.NewBuffer(b[:0]) // keep the grown buffer
+		}
+		return err
+	}
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	err := enc.Encode(wireNotification{
