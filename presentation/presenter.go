@@ -52,9 +52,9 @@ func (f FlushPolicy) withDefaults() FlushPolicy {
 // PresenterOptions configure a Presenter. Send and Cards are required.
 type PresenterOptions struct {
 	// Send writes one update of the session. It is called from the
-	// goroutine that emits (and, for coalesced live output, the card's
-	// flush goroutine), one call at a time per card; it must not block for
-	// long and never sees a turn's context: a cancelled turn's final
+	// goroutine that emits (and, for coalesced live output, from a flush
+	// timer's goroutine), one call at a time per card; it must not block
+	// for long and never sees a turn's context: a cancelled turn's final
 	// update must still go out.
 	Send func(acp.SessionUpdate)
 	// Cards gives each call's card intents.
@@ -182,105 +182,155 @@ func (p *Presenter) closeCard(e event.ToolResult) {
 	}
 }
 
-// cardStream coalesces a card's live output (see FlushPolicy). append
-// never blocks on the client (the tool already capped what a card may
-// receive): a goroutine of the stream's own does the writes.
+// cardStream coalesces a card's live output (see FlushPolicy). A leading
+// edge is written by the appending goroutine itself (Send must not block
+// for long); the rest by a timer, one Interval after the previous flush.
+// The stream keeps the strings it is given and copies only to join short
+// ones into one update.
 type cardStream struct {
 	policy FlushPolicy
 	write  func(string)
 
+	sending sync.Mutex // held while writing: one flush at a time, in order
+
 	mu      sync.Mutex
-	pending strings.Builder // handed over whole at each flush, never copied
-	wake    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
+	pending []string
+	last    time.Time   // the start of the previous flush; zero: none yet
+	timer   *time.Timer // the trailing flush, while one is due
+	closed  bool
 }
 
 func newCardStream(policy FlushPolicy, write func(string)) *cardStream {
-	s := &cardStream{
-		policy: policy,
-		write:  write,
-		wake:   make(chan struct{}, 1),
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
-	}
-	go s.run()
-	return s
+	return &cardStream{policy: policy, write: write}
 }
 
+// append queues data; it is written at once when the previous flush is an
+// Interval old (or there was none), else when it becomes so.
 func (s *cardStream) append(data string) {
 	if data == "" {
 		return
 	}
 	s.mu.Lock()
-	s.pending.WriteString(data)
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.pending = append(s.pending, data)
+	now := time.Now()
+	due := s.timer == nil && (s.last.IsZero() || now.Sub(s.last) >= s.policy.Interval)
+	if !due && s.timer == nil {
+		s.timer = time.AfterFunc(s.policy.Interval-now.Sub(s.last), s.flush)
+	}
 	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
+	if due {
+		s.flush()
 	}
 }
 
-// take returns the pending output and starts a new buffer.
-func (s *cardStream) take() string {
+// flush writes what is pending, unless the stream closed (close writes
+// the rest itself).
+func (s *cardStream) flush() {
+	s.sending.Lock()
+	defer s.sending.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := s.pending.String()
-	s.pending = strings.Builder{}
-	return out
-}
-
-// run sends pending output at once when the previous send is an Interval
-// old or more, else when it becomes so.
-func (s *cardStream) run() {
-	defer close(s.done)
-	var last time.Time // the start of the previous send; zero: never
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-s.wake:
-		}
-		if wait := s.policy.Interval - time.Since(last); !last.IsZero() && wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-s.stop:
-				t.Stop()
-				return
-			case <-t.C:
-			}
-		}
-		if data := s.take(); data != "" {
-			last = time.Now()
-			s.send(data)
-		}
+	if s.closed {
+		s.mu.Unlock()
+		return
 	}
-}
-
-// send writes data in updates of at most policy.Bytes, each ending on a
-// character boundary.
-func (s *cardStream) send(data string) {
-	for len(data) > 0 {
-		n := min(len(data), s.policy.Bytes)
-		for n < len(data) && n > 0 && !utf8.RuneStart(data[n]) {
-			n--
-		}
-		if n == 0 { // no boundary within Bytes: keep the character whole
-			n = min(len(data), s.policy.Bytes)
-			for n < len(data) && !utf8.RuneStart(data[n]) {
-				n++
-			}
-		}
-		s.write(data[:n])
-		data = data[n:]
+	data := s.pending
+	s.pending, s.timer = nil, nil
+	if len(data) > 0 {
+		s.last = time.Now()
 	}
+	s.mu.Unlock()
+	s.send(data)
 }
 
-// close stops the pump and sends whatever is left, synchronously.
+// close writes whatever is pending, after any flush under way; nothing is
+// written after it returns.
 func (s *cardStream) close() {
-	close(s.stop)
-	<-s.done
-	if data := s.take(); data != "" {
-		s.send(data)
+	s.mu.Lock()
+	s.closed = true
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
 	}
+	s.mu.Unlock()
+	s.sending.Lock()
+	defer s.sending.Unlock()
+	s.mu.Lock()
+	data := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	s.send(data)
+}
+
+// send writes pieces in order, in updates of at most policy.Bytes, each
+// ending on a character boundary: a long piece is cut (without a copy),
+// short ones are joined.
+func (s *cardStream) send(pieces []string) {
+	var b batch
+	for _, p := range pieces {
+		for p != "" {
+			n := cut(p, s.policy.Bytes-b.len())
+			if n == 0 && b.len() > 0 {
+				s.write(b.take())
+				continue
+			}
+			if n == 0 { // one character longer than an update: keep it whole
+				_, n = utf8.DecodeRuneInString(p)
+			}
+			b.add(p[:n])
+			p = p[n:]
+			if p != "" || b.len() >= s.policy.Bytes {
+				s.write(b.take())
+			}
+		}
+	}
+	if b.len() > 0 {
+		s.write(b.take())
+	}
+}
+
+// cut is the length of the longest prefix of p, at most n bytes, that
+// ends on a character boundary.
+func cut(p string, n int) int {
+	if n >= len(p) {
+		return len(p)
+	}
+	for n > 0 && !utf8.RuneStart(p[n]) {
+		n--
+	}
+	return n
+}
+
+// batch gathers one update's data, copying only to join pieces.
+type batch struct {
+	one  string          // the only piece so far, not copied
+	many strings.Builder // two pieces or more
+}
+
+func (b *batch) len() int { return len(b.one) + b.many.Len() }
+
+func (b *batch) add(p string) {
+	switch {
+	case b.many.Len() > 0:
+		b.many.WriteString(p)
+	case b.one == "":
+		b.one = p
+	default:
+		b.many.Grow(len(b.one) + len(p))
+		b.many.WriteString(b.one)
+		b.many.WriteString(p)
+		b.one = ""
+	}
+}
+
+func (b *batch) take() string {
+	out := b.one
+	if b.many.Len() > 0 {
+		out = b.many.String()
+	}
+	*b = batch{}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -122,8 +123,8 @@ func TestCardStreamSendsTheRestWhenTheIntervalEnds(t *testing.T) {
 func TestCardStreamSplitKeepsAWideCharacterWhole(t *testing.T) {
 	r := newRecorder()
 	s := newCardStream(FlushPolicy{Interval: time.Hour, Bytes: 2}, r.write)
-	s.close()    // nothing sent yet: the split runs at close
-	s.send("€€") // 3 bytes each: no boundary within 2 bytes
+	s.close()              // nothing sent yet: the split runs at close
+	s.send([]string{"€€"}) // 3 bytes each: no boundary within 2 bytes
 	if got := r.all(); len(got) != 2 || got[0] != "€" || got[1] != "€" {
 		t.Errorf("writes = %q, want two whole characters", got)
 	}
@@ -163,4 +164,24 @@ func TestPresenterSendsACardsFirstChunkAtOnce(t *testing.T) {
 		t.Fatal("the first chunk waited for the flush interval")
 	}
 	p.Emit(event.ToolResult{ID: "c1", Name: "bash"})
+}
+
+// A flush of one long piece is cut into updates that share its memory: the
+// stream copies only to join short pieces.
+func TestCardStreamCutsALongPieceWithoutCopying(t *testing.T) {
+	r := newRecorder()
+	s := newCardStream(FlushPolicy{Interval: time.Hour, Bytes: 1000}, r.write)
+	s.close()
+	big := strings.Repeat("ü", 2500) // 5000 bytes
+	s.send([]string{big})
+	writes := r.all()
+	if len(writes) != 5 || strings.Join(writes, "") != big {
+		t.Fatalf("%d writes that add up to %d bytes, want 5 adding up to the piece", len(writes), len(strings.Join(writes, "")))
+	}
+	base := uintptr(unsafe.Pointer(unsafe.StringData(big)))
+	for i, w := range writes {
+		if p := uintptr(unsafe.Pointer(unsafe.StringData(w))); p < base || p >= base+uintptr(len(big)) {
+			t.Errorf("write %d is a copy, not a cut of the piece", i)
+		}
+	}
 }

@@ -15,16 +15,21 @@ import (
 // of output. It records exactly what it forwards, so the card a replay draws
 // from the recorded text equals the live one.
 type cardStream struct {
-	mu     sync.Mutex
-	out    func(string) // may be nil
-	limit  int
-	sent   strings.Builder
-	data   int // output bytes forwarded (notices excluded)
-	carry  map[executor.Stream][]byte
-	hidden int64 // bytes past the cap
-	capped bool
-	closed bool
-	seen   bool // a chunk arrived
+	mu    sync.Mutex
+	out   func(string) // may be nil
+	limit int
+	// sent is everything forwarded, in pieces: the strings handed to out
+	// (which may keep them), so that no byte is copied twice.
+	sent    []string
+	last    byte   // the last byte forwarded
+	sentAny bool   // a byte was forwarded
+	joined  string // the card output, once closed
+	data    int    // output bytes forwarded (notices excluded)
+	carry   map[executor.Stream][]byte
+	hidden  int64 // bytes past the cap
+	capped  bool
+	closed  bool
+	seen    bool // a chunk arrived
 }
 
 func newCardStream(limit int, out func(string)) *cardStream {
@@ -84,7 +89,10 @@ func (c *cardStream) close(spillPath string) string {
 		}
 		c.closed = true
 	}
-	return c.sent.String()
+	if c.sent != nil {
+		c.joined, c.sent = strings.Join(c.sent, ""), nil
+	}
+	return c.joined
 }
 
 func (c *cardStream) sawOutput() bool {
@@ -145,7 +153,7 @@ func (c *cardStream) emit(b []byte) {
 
 // line forwards a notice on a line of its own.
 func (c *cardStream) line(text string) {
-	if c.sent.Len() > 0 && !strings.HasSuffix(c.sent.String(), "\n") {
+	if c.sentAny && c.last != '\n' {
 		text = "\n" + text
 	}
 	c.send(text + "\n")
@@ -155,7 +163,8 @@ func (c *cardStream) send(s string) {
 	if s == "" {
 		return
 	}
-	c.sent.WriteString(s)
+	c.sent = append(c.sent, s)
+	c.last, c.sentAny = s[len(s)-1], true
 	if c.out != nil {
 		c.out(s)
 	}
