@@ -23,6 +23,7 @@ type history struct {
 	answered bool
 	// pending are the calls awaiting their result, in call order.
 	pending []pendingCall
+	bound   bound // what is kept in memory (bound.go)
 }
 
 type entry struct {
@@ -38,7 +39,9 @@ type pendingCall struct {
 	direct   bool
 }
 
-func newHistory() history { return history{promptAt: -1} }
+// newHistory returns an empty history for a session whose model reads
+// about budget characters of it (see keepFactor).
+func newHistory(budget int) history { return history{promptAt: -1, bound: newBound(budget)} }
 
 // apply folds one event into the history. Events without a bearing on the
 // conversation (deltas, output, error messages) are ignored, as are results
@@ -64,7 +67,11 @@ func (h *history) apply(ev event.Event) {
 	}
 }
 
-func (h *history) append(e entry) { h.entries = append(h.entries, e) }
+func (h *history) append(e entry) {
+	h.entries = append(h.entries, e)
+	h.bound.size += entryCost(e)
+	h.enforce()
+}
 
 // addNotice puts a notice delivered with a turn's first request before the
 // turn's prompt (the model reads: history, notices, prompt); later ones go at
@@ -78,6 +85,7 @@ func (h *history) addNotice(text string) {
 	h.entries = append(h.entries, entry{})
 	copy(h.entries[h.promptAt+1:], h.entries[h.promptAt:])
 	h.entries[h.promptAt] = e
+	h.bound.size += entryCost(e)
 	h.promptAt++
 }
 
@@ -100,6 +108,8 @@ func (h *history) addAssistant(e event.AssistantMessage) {
 // message that will carry the command and its result.
 func (h *history) openDirect(e event.ToolCall) {
 	if h.promptAt >= 0 && h.promptAt == len(h.entries)-1 {
+		h.bound.size -= entryCost(h.entries[h.promptAt])
+		h.entries[h.promptAt] = entry{}
 		h.entries = h.entries[:h.promptAt]
 	}
 	h.promptAt = -1

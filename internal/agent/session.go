@@ -111,7 +111,7 @@ func NewSession(id, cwd string, model ModelClient, box Toolbox, sink event.Sink,
 		id: id, cwd: cwd, model: model, box: box, sink: sink, approver: approver, cfg: cfg,
 		log:  log.With(zap.String("session", id)),
 		turn: make(chan struct{}, 1),
-		hist: newHistory(),
+		hist: newHistory(cfg.HistoryBudget),
 	}
 	s.base = renderBase(cfg.SystemPrompt, cwd)
 	return s
@@ -202,7 +202,7 @@ type Restorer struct {
 // holds the session until Done.
 func (s *Session) BeginRestore() *Restorer {
 	s.turn <- struct{}{}
-	s.hist = newHistory()
+	s.hist = newHistory(s.cfg.HistoryBudget)
 	r := &Restorer{s: s}
 	r.settler = replay.NewSettler(func(ev event.Event) error {
 		r.emitted = append(r.emitted, ev)
