@@ -91,6 +91,7 @@ func LoadFile(path string) (*Loaded, error) {
 
 type scanner struct {
 	lines     *lineReader
+	rec       wireRecord // reused, zeroed for each line (nothing decoded aliases it)
 	warn      warnings
 	lastSeq   uint64
 	sawHeader bool
@@ -173,8 +174,9 @@ func (s *scanner) decode(n int, b []byte) (Record, bool) {
 		s.warn.add("line %d: blank; skipped", n)
 		return Record{}, false
 	}
-	var w wireRecord
-	if err := json.Unmarshal(b, &w); err != nil {
+	w := &s.rec
+	*w = wireRecord{}
+	if err := json.Unmarshal(b, w); err != nil {
 		var env struct {
 			V    int    `json:"v"`
 			Type string `json:"type"`
