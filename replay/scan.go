@@ -176,17 +176,20 @@ func (s *scanner) decode(n int, b []byte) (Record, bool) {
 	}
 	w := &s.rec
 	*w = wireRecord{}
-	if err := json.Unmarshal(b, w); err != nil {
-		var env struct {
-			V    int    `json:"v"`
-			Type string `json:"type"`
+	if !fastDecode(b, w) {
+		*w = wireRecord{}
+		if err := json.Unmarshal(b, w); err != nil {
+			var env struct {
+				V    int    `json:"v"`
+				Type string `json:"type"`
+			}
+			if json.Unmarshal(b, &env) == nil && env.V > Version {
+				s.warn.add("line %d: %s record of version %d is newer than this daemon reads (%d); skipped", n, env.Type, env.V, Version)
+			} else {
+				s.warn.add("line %d: invalid record: %v; skipped", n, err)
+			}
+			return Record{}, false
 		}
-		if json.Unmarshal(b, &env) == nil && env.V > Version {
-			s.warn.add("line %d: %s record of version %d is newer than this daemon reads (%d); skipped", n, env.Type, env.V, Version)
-		} else {
-			s.warn.add("line %d: invalid record: %v; skipped", n, err)
-		}
-		return Record{}, false
 	}
 	switch {
 	case w.V > Version:
