@@ -274,10 +274,20 @@ type reopening struct {
 	events      int
 	state       map[string]json.RawMessage // latest journaled value per key
 
-	drawQ    chan event.Event
+	drawQ    chan []event.Event // batches, so the two goroutines meet once per batch
+	drawing  []event.Event      // the batch being gathered
+	drawn    bool               // the first batch went out
 	drawDone chan struct{}
 	batch    *lineBatch
 }
+
+// drawBatch is how many events go to the drawer at a time, and drawAhead
+// how many batches the decoder may run ahead of it: enough to keep both
+// busy, few enough to keep replay's memory flat.
+const (
+	drawBatch = 256
+	drawAhead = 4
+)
 
 // session creates the session on first use, once the header named its cwd.
 func (r *reopening) session() *session {
@@ -291,7 +301,7 @@ func (r *reopening) session() *session {
 			}
 			r.batch = &lineBatch{w: r.server.updates.w}
 			p := r.server.presenter(r.id, drawCwd, newUpdateWriter(r.batch), true)
-			r.drawQ = make(chan event.Event, 4096)
+			r.drawQ = make(chan []event.Event, drawAhead)
 			r.drawDone = make(chan struct{})
 			go r.drawer(p)
 		}
@@ -302,9 +312,11 @@ func (r *reopening) session() *session {
 // drawer presents queued events in order and folds them into the history.
 func (r *reopening) drawer(p *presentation.Presenter) {
 	defer close(r.drawDone)
-	for ev := range r.drawQ {
-		p.Emit(ev)
-		r.restore.Apply(ev)
+	for evs := range r.drawQ {
+		for _, ev := range evs {
+			p.Emit(ev)
+			r.restore.Apply(ev)
+		}
 	}
 }
 
@@ -313,6 +325,10 @@ func (r *reopening) drawer(p *presentation.Presenter) {
 // to the session. Idempotent.
 func (r *reopening) finish() {
 	if r.drawQ != nil {
+		if len(r.drawing) > 0 {
+			r.drawQ <- r.drawing
+			r.drawing = nil
+		}
 		close(r.drawQ)
 		<-r.drawDone
 		r.drawQ = nil
@@ -332,7 +348,13 @@ func (r *reopening) event(ev event.Event) error {
 	r.session()
 	r.events++
 	if r.drawQ != nil {
-		r.drawQ <- ev
+		// The first event goes out alone, so the client sees the replay
+		// start at once.
+		r.drawing = append(r.drawing, ev)
+		if len(r.drawing) >= drawBatch || !r.drawn {
+			r.drawQ <- r.drawing
+			r.drawing, r.drawn = make([]event.Event, 0, drawBatch), true
+		}
 	} else {
 		r.restore.Apply(ev)
 	}
