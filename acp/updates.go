@@ -24,11 +24,11 @@ import (
 // only after that, through the same writer.
 type updateWriter struct {
 	w    io.Writer
-	pool sync.Pool
+	pool sync.Pool // of *lineEncoder
 }
 
 func newUpdateWriter(w io.Writer) *updateWriter {
-	return &updateWriter{w: w, pool: sync.Pool{New: func() any { return new(bytes.Buffer) }}}
+	return &updateWriter{w: w, pool: sync.Pool{New: func() any { return newLineEncoder() }}}
 }
 
 type wireNotification struct {
@@ -42,41 +42,52 @@ type wireParams struct {
 	Update    any           `json:"update"`
 }
 
-// maxPooledUpdate is the largest buffer kept for reuse: a rare huge line
-// (a replayed card's whole output) must not stay pinned.
+// maxPooledUpdate is the largest line buffer kept for reuse: a rare huge
+// line (a replayed card's whole output) must not stay pinned.
 const maxPooledUpdate = 1 << 20
 
-// SessionUpdate writes one notification.
+// SessionUpdate writes one notification. The shapes cards send (live
+// output above all) are appended straight into the line (wire.go); any
+// other goes through encoding/json.
 func (u *updateWriter) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
-	buf := u.pool.Get().(*bytes.Buffer)
+	e := u.pool.Get().(*lineEncoder)
 	defer func() {
-		if buf.Cap() <= maxPooledUpdate {
-			u.pool.Put(buf)
+		if cap(e.buf) > maxPooledUpdate {
+			e.buf = nil
 		}
+		if e.scratch.Cap() > maxPooledUpdate {
+			e.scratch = bytes.Buffer{}
+		}
+		u.pool.Put(e)
 	}()
-	buf.Reset()
-	if id, data, ok := presentation.LiveOutput(n.Update); ok {
-		// Live output, the bulk of the bytes: appended straight into the
-		// line, with no reflection and no intermediate copy.
-		b := appendLiveOutput(buf.AvailableBuffer(), string(n.SessionId), id, data)
-		_, err := u.w.Write(b)
-		if cap(b) > buf.Cap() {
-			*buf = *bytes.NewBuffer(b[:0]) // keep the grown buffer
-		}
-		return err
-	}
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(wireNotification{
-		JSONRPC: "2.0",
-		Method:  sdk.ClientMethodSessionUpdate,
-		Params:  wireParams{SessionID: n.SessionId, Update: variant(n.Update)},
-	})
+	line, err := e.line(string(n.SessionId), n.Update)
 	if err != nil {
 		return err
 	}
-	_, err = u.w.Write(buf.Bytes()) // Encode ended the line
+	_, err = u.w.Write(line)
 	return err
+}
+
+// line encodes one notification into e.buf.
+func (e *lineEncoder) line(sessionID string, update sdk.SessionUpdate) ([]byte, error) {
+	if id, data, ok := presentation.LiveOutput(update); ok {
+		e.buf = appendLiveOutput(e.buf[:0], sessionID, id, data)
+		return e.buf, nil
+	}
+	v := variant(update)
+	b, ok, err := e.appendNotification(e.buf[:0], sessionID, v)
+	if ok || err != nil {
+		e.buf = b
+		return b, err
+	}
+	e.scratch.Reset()
+	err = e.enc.Encode(wireNotification{
+		JSONRPC: "2.0",
+		Method:  sdk.ClientMethodSessionUpdate,
+		Params:  wireParams{SessionID: sdk.SessionId(sessionID), Update: v},
+	})
+	e.buf = append(e.buf[:0], e.scratch.Bytes()...) // Encode ended the line
+	return e.buf, err
 }
 
 // variant returns the update's one variant with its discriminator set, or

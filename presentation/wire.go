@@ -1,6 +1,12 @@
 package presentation
 
-import acp "github.com/coder/acp-go-sdk"
+import (
+	"strconv"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/dsh-acp/dsh-acp/internal/wirejson"
+)
 
 // LiveOutput reports whether u is a card's live output update and nothing
 // else (what CardOutput returns, a card's most frequent update), and
@@ -21,4 +27,43 @@ func LiveOutput(u acp.SessionUpdate) (callID, data string, ok bool) {
 		return "", "", false
 	}
 	return out.TerminalID, out.Data, true
+}
+
+// AppendJSON methods write the _meta values as encoding/json would, so the
+// wire encoder needs no reflection for them (wirejson.Appender).
+
+func (t terminalInfo) AppendJSON(b []byte) []byte {
+	b = append(b, `{"terminal_id":`...)
+	b = wirejson.AppendString(b, t.TerminalID)
+	if t.Cwd != "" {
+		b = append(b, `,"cwd":`...)
+		b = wirejson.AppendString(b, t.Cwd)
+	}
+	return append(b, '}')
+}
+
+func (t terminalOutput) AppendJSON(b []byte) []byte {
+	b = append(b, `{"terminal_id":`...)
+	b = wirejson.AppendString(b, t.TerminalID)
+	b = append(b, `,"data":`...)
+	b = wirejson.AppendString(b, t.Data)
+	return append(b, '}')
+}
+
+func (t terminalExit) AppendJSON(b []byte) []byte {
+	b = append(b, `{"terminal_id":`...)
+	b = wirejson.AppendString(b, t.TerminalID)
+	b = append(b, `,"exit_code":`...)
+	if t.ExitCode != nil {
+		b = strconv.AppendInt(b, int64(*t.ExitCode), 10)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"signal":`...)
+	if t.Signal != nil {
+		b = wirejson.AppendString(b, *t.Signal)
+	} else {
+		b = append(b, "null"...)
+	}
+	return append(b, '}')
 }

@@ -30,7 +30,7 @@ var layers = [][]string{
 	{"internal/permission"},
 	{"executor/local", "executor/sandbox", "executor/ssh", "executor/executortest", "executor/executorfake"},
 	{"executor"},
-	{"internal/event"},
+	{"internal/event", "internal/wirejson"},
 	// Test helpers and this package import nothing of the project's.
 	{"internal/acptest", "internal/eventually", "internal/layout"},
 }

@@ -1,29 +1,28 @@
-package acp
+// Package wirejson appends JSON for the hot paths of the wire (live card
+// output, replayed cards) byte for byte as encoding/json writes it with
+// HTML escaping off, without reflection or intermediate buffers.
+//
+// # Known limits
+//
+// It covers strings and the Appender hook only; anything else is left to
+// encoding/json by its callers.
+package wirejson
 
 import "unicode/utf8"
 
-// appendLiveOutput appends the session/update line of a card's live output
-// (presentation.LiveOutput), newline included: the bytes the generic
-// encoder writes for that update, field for field.
-func appendLiveOutput(b []byte, sessionID, callID, data string) []byte {
-	b = append(b, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":`...)
-	b = appendJSONString(b, sessionID)
-	b = append(b, `,"update":{"_meta":{"terminal_output":{"terminal_id":`...)
-	b = appendJSONString(b, callID)
-	b = append(b, `,"data":`...)
-	b = appendJSONString(b, data)
-	b = append(b, `}},"sessionUpdate":"tool_call_update","toolCallId":`...)
-	b = appendJSONString(b, callID)
-	return append(b, "}}}\n"...)
+// Appender is a value that appends its own JSON encoding to b (the bytes
+// encoding/json would write for it, with HTML escaping off).
+type Appender interface {
+	AppendJSON(b []byte) []byte
 }
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString appends s as a JSON string exactly as encoding/json
-// writes it without HTML escaping: short escapes for \b \f \n \r \t, \u00XX
-// for other control bytes, \ufffd for each invalid byte, and \u2028 and
-// \u2029 escaped.
-func appendJSONString(b []byte, s string) []byte {
+// AppendString appends s as a JSON string exactly as encoding/json writes
+// it without HTML escaping: short escapes for \b \f \n \r \t, \u00XX for
+// other control bytes, \ufffd for each invalid byte, and \u2028 and \u2029
+// escaped.
+func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -15,38 +16,6 @@ import (
 var jsonStrings = []string{
 	"", "plain", "a\x00b", "\x1b[31mred\x1b[0m\r\n", "tab\there", "\b\f", `quote " and \ back`,
 	"<html> & </html>", "\u2028\u2029", "é€😀", "bad \xff\xfe utf-8", "\x7f del", strings.Repeat("\x00", 100),
-	"trailing \xe2\x82", // a cut character
-}
-
-// appendJSONString writes exactly what encoding/json writes with HTML
-// escaping off (the update writer's setting).
-func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
-	for _, s := range jsonStrings {
-		if got, want := string(appendJSONString(nil, s)), stdJSONString(t, s); got != want {
-			t.Errorf("appendJSONString(%q) = %s, want %s", s, got, want)
-		}
-	}
-}
-
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range jsonStrings {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := string(appendJSONString(nil, s)), stdJSONString(t, s); got != want {
-			t.Errorf("appendJSONString(%q) = %s, want %s", s, got, want)
-		}
-	})
-}
-
-func stdJSONString(t testing.TB, s string) string {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(s); err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSuffix(buf.String(), "\n")
 }
 
 // A live output update is the same bytes through the direct path as
@@ -88,5 +57,44 @@ func TestLiveOutputEncodingDoesNotAllocate(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(50, func() { _ = w.SessionUpdate(t.Context(), n) }); allocs > 0 {
 		t.Errorf("a 64 KiB live output update allocated %v times, want 0", allocs)
+	}
+}
+
+// Shapes the cards do not send today still encode as the SDK would.
+func TestUpdateWriterMatchesTheSDKForOtherShapes(t *testing.T) {
+	kind, status, title := sdk.ToolKindRead, sdk.ToolCallStatusFailed, "new <title>"
+	line := 7
+	updates := []sdk.SessionUpdate{
+		{ToolCall: &sdk.SessionUpdateToolCall{ToolCallId: "c1", Title: "t & u", Kind: sdk.ToolKindEdit,
+			Locations: []sdk.ToolCallLocation{{Path: "/a/b", Line: &line}}, RawInput: []any{1, "x", nil},
+			RawOutput: map[string]any{"b": 1, "a": []int{2}}, Meta: map[string]any{"z": 1, "a": "x", "m": nil},
+			Content: []sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock("<b>"))}}},
+		{ToolCallUpdate: &sdk.SessionToolCallUpdate{ToolCallId: "c1", Kind: &kind, Status: &status, Title: &title,
+			RawInput: "just text", RawOutput: 3.5, Content: []sdk.ToolCallContent{}}},
+		{ToolCallUpdate: &sdk.SessionToolCallUpdate{ToolCallId: "c2", Meta: map[string]any{}}},
+		sdk.UpdateAgentMessageText("\u2028 line sep"),
+	}
+	for i, u := range updates {
+		var buf bytes.Buffer
+		n := sdk.SessionNotification{SessionId: "s1", Update: u}
+		if err := newUpdateWriter(&buf).SessionUpdate(t.Context(), n); err != nil {
+			t.Fatal(err)
+		}
+		sdkLine, err := json.Marshal(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Params json.RawMessage `json:"params"`
+		}
+		if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+			t.Fatalf("update %d: %v: %s", i, err, buf.Bytes())
+		}
+		var a, b any
+		_ = json.Unmarshal(got.Params, &a)
+		_ = json.Unmarshal(sdkLine, &b)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("update %d differs from the SDK's:\n got %s\nwant %s", i, got.Params, sdkLine)
+		}
 	}
 }
