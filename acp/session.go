@@ -257,10 +257,10 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	return ss, nil
 }
 
-// reopening is a session being rebuilt from its journal. For session/load
-// the events are drawn — and folded into the model's history — on a second
-// goroutine while the journal is still being decoded, so replay costs about
-// max(decode, draw), not their sum.
+// reopening is a session being rebuilt from its journal. Each event is
+// folded into the model's history as it is decoded; for session/load it is
+// also drawn, on a second goroutine, while the journal is still being
+// decoded, so replay costs about max(decode, draw), not their sum.
 type reopening struct {
 	server  *Server
 	id, cwd string // cwd: where the session runs from now on
@@ -309,13 +309,12 @@ func (r *reopening) session() *session {
 	return r.ss
 }
 
-// drawer presents queued events in order and folds them into the history.
+// drawer presents queued events in order.
 func (r *reopening) drawer(p *presentation.Presenter) {
 	defer close(r.drawDone)
 	for evs := range r.drawQ {
 		for _, ev := range evs {
 			p.Emit(ev)
-			r.restore.Apply(ev)
 		}
 	}
 }
@@ -342,11 +341,13 @@ func (r *reopening) finish() {
 	}
 }
 
-// event receives each settled event: queued for drawing (session/load),
-// or folded into the history at once (session/resume).
+// event receives each settled event: folded into the history and, for
+// session/load, queued for drawing. (Folding here, on the decoding
+// goroutine, balances the two: drawing costs more than decoding.)
 func (r *reopening) event(ev event.Event) error {
 	r.session()
 	r.events++
+	r.restore.Apply(ev)
 	if r.drawQ != nil {
 		// The first event goes out alone, so the client sees the replay
 		// start at once.
@@ -355,8 +356,6 @@ func (r *reopening) event(ev event.Event) error {
 			r.drawQ <- r.drawing
 			r.drawing, r.drawn = make([]event.Event, 0, drawBatch), true
 		}
-	} else {
-		r.restore.Apply(ev)
 	}
 	return nil
 }
