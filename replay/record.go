@@ -268,15 +268,20 @@ func newEncoder() *encoder {
 // line encodes r as one line, trailing newline included. The slice is valid
 // until the next call.
 func (e *encoder) line(r *wireRecord) ([]byte, error) {
-	if e.buf.Cap() > 4<<20 {
+	if e.buf.Cap() > keptLine {
 		e.buf = bytes.Buffer{} // do not pin one huge record's buffer
 	}
-	e.buf.Reset()
-	if err := e.enc.Encode(r); err != nil {
+	line, ok, err := e.bigResultLine(r)
+	if !ok {
+		e.buf.Reset()
+		err = e.enc.Encode(r)
+		line = e.buf.Bytes()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("encode %s record: %w", r.Type, err)
 	}
-	if e.buf.Len() > e.max {
-		return nil, fmt.Errorf("%w: %s record of %d bytes (max %d)", ErrTooLarge, r.Type, e.buf.Len(), e.max)
+	if len(line) > e.max {
+		return nil, fmt.Errorf("%w: %s record of %d bytes (max %d)", ErrTooLarge, r.Type, len(line), e.max)
 	}
-	return e.buf.Bytes(), nil
+	return line, nil
 }

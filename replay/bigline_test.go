@@ -1,0 +1,70 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/json"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/dsh-acp/dsh-acp/internal/event"
+)
+
+// A tool_result with a large card output is built directly, byte for byte
+// as the generic encoding writes it.
+func TestBigResultLineMatchesTheGenericEncoding(t *testing.T) {
+	card := strings.Repeat("printable <output> & \"quotes\" and \\ back, é, some more plain text to read\n", 2000) // ~150 KiB, little to escape
+	task := &event.Task{ID: "bash-1", Status: event.TaskRunning}
+	for i, res := range []event.Result{
+		{Text: "ok", CardOutput: card},
+		{Text: "a <b> & \u2028 c", IsError: true, Declined: "no \"way\"", CardOutput: card, Task: task,
+			Payload: json.RawMessage(`{"exitCode": 2, "spillPath":"/x/<y>"}`)},
+		{Text: "", CardOutput: card, Payload: json.RawMessage(`{"exitCode":0}`)},
+	} {
+		var r wireRecord
+		if _, err := fromEvent(event.ToolResult{ID: "call_1", Name: "bash", Args: json.RawMessage(`{"command":"cat big"}`), Result: res}, &r); err != nil {
+			t.Fatal(err)
+		}
+		r.V, r.Seq = Version, 9
+		var generic bytes.Buffer
+		enc := json.NewEncoder(&generic)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(&r); err != nil {
+			t.Fatal(err)
+		}
+		line, ok, err := newEncoder().bigResultLine(&r)
+		if err != nil || !ok {
+			t.Fatalf("result %d: ok %v, %v", i, ok, err)
+		}
+		if !bytes.Equal(line, generic.Bytes()) {
+			t.Errorf("result %d differs:\n got %.300s…\nwant %.300s…", i, line, generic.Bytes())
+		}
+	}
+}
+
+// Journaling a 2 MiB card output costs about one buffer of the line's
+// size, and the encoder keeps none of it.
+func TestBigResultLineCostsOneBuffer(t *testing.T) {
+	card := strings.Repeat("0123456789abcdef", 2<<20/16)
+	var r wireRecord
+	if _, err := fromEvent(event.ToolResult{ID: "c", Name: "bash", Result: event.Result{Text: "ok", CardOutput: card}}, &r); err != nil {
+		t.Fatal(err)
+	}
+	e := newEncoder()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	line, err := e.line(&r)
+	runtime.ReadMemStats(&m1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m1.TotalAlloc - m0.TotalAlloc; got > uint64(len(line))+256<<10 {
+		t.Errorf("a %d-byte line allocated %d bytes", len(line), got)
+	}
+	if _, err := e.line(&wireRecord{Type: typeTurnEnd}); err != nil {
+		t.Fatal(err)
+	}
+	if e.buf.Cap() > keptLine {
+		t.Errorf("the encoder keeps a %d-byte buffer", e.buf.Cap())
+	}
+}
