@@ -18,18 +18,16 @@ type cardStream struct {
 	mu    sync.Mutex
 	out   func(string) // may be nil
 	limit int
-	// sent is everything forwarded, in pieces: the strings handed to out
-	// (which may keep them), so that no byte is copied twice.
-	sent    []string
-	last    byte   // the last byte forwarded
-	sentAny bool   // a byte was forwarded
-	joined  string // the card output, once closed
-	data    int    // output bytes forwarded (notices excluded)
-	carry   map[executor.Stream][]byte
-	hidden  int64 // bytes past the cap
-	capped  bool
-	closed  bool
-	seen    bool // a chunk arrived
+	// sent is everything forwarded, in one append-only buffer; each piece
+	// handed to out is a view of it (a strings.Builder never changes what
+	// it has written), so a forwarded byte is copied once.
+	sent   strings.Builder
+	data   int // output bytes forwarded (notices excluded)
+	carry  map[executor.Stream][]byte
+	hidden int64 // bytes past the cap
+	capped bool
+	closed bool
+	seen   bool // a chunk arrived
 }
 
 func newCardStream(limit int, out func(string)) *cardStream {
@@ -89,10 +87,7 @@ func (c *cardStream) close(spillPath string) string {
 		}
 		c.closed = true
 	}
-	if c.sent != nil {
-		c.joined, c.sent = strings.Join(c.sent, ""), nil
-	}
-	return c.joined
+	return c.sent.String()
 }
 
 func (c *cardStream) sawOutput() bool {
@@ -137,37 +132,68 @@ func (c *cardStream) emit(b []byte) {
 		c.hidden += int64(len(b) - j)
 		b = b[:j]
 	}
-	s := strings.ToValidUTF8(string(b), "\uFFFD")
-	if len(s) > room {
-		k := room
-		for k > 0 && !utf8.RuneStart(s[k]) {
-			k--
-		}
-		c.hidden += int64(len(s) - k)
-		c.capped = true
-		s = s[:k]
+	if utf8.Valid(b) {
+		k := c.fit(len(b), room, func(i int) bool { return utf8.RuneStart(b[i]) })
+		c.data += k
+		c.grow(k)
+		start := c.sent.Len()
+		c.sent.Write(b[:k])
+		c.forward(start)
+		return
 	}
-	c.data += len(s)
-	c.send(s)
+	s := strings.ToValidUTF8(string(b), "\uFFFD") // the rare path: a copy
+	k := c.fit(len(s), room, func(i int) bool { return utf8.RuneStart(s[i]) })
+	c.data += k
+	c.send(s[:k])
+}
+
+// fit is how many of n bytes fit in room, cut on a character start (start
+// reports one), counting the rest as hidden and capping the stream when
+// they do not all fit.
+func (c *cardStream) fit(n, room int, start func(int) bool) int {
+	if n <= room {
+		return n
+	}
+	k := room
+	for k > 0 && !start(k) {
+		k--
+	}
+	c.hidden += int64(n - k)
+	c.capped = true
+	return k
 }
 
 // line forwards a notice on a line of its own.
 func (c *cardStream) line(text string) {
-	if c.sentAny && c.last != '\n' {
+	if n := c.sent.Len(); n > 0 && c.sent.String()[n-1] != '\n' {
 		text = "\n" + text
 	}
 	c.send(text + "\n")
 }
 
 func (c *cardStream) send(s string) {
-	if s == "" {
+	c.grow(len(s))
+	start := c.sent.Len()
+	c.sent.WriteString(s)
+	c.forward(start)
+}
+
+// forward hands what was written to sent since start to out, as a view.
+func (c *cardStream) forward(start int) {
+	if c.sent.Len() > start && c.out != nil {
+		c.out(c.sent.String()[start:])
+	}
+}
+
+// grow makes room for n more bytes: once the output passes 64 KiB, room
+// for the whole cap at once, so the buffer is not copied again on its way
+// there.
+func (c *cardStream) grow(n int) {
+	need := c.sent.Len() + n
+	if need <= c.sent.Cap() || need <= 64<<10 {
 		return
 	}
-	c.sent = append(c.sent, s)
-	c.last, c.sentAny = s[len(s)-1], true
-	if c.out != nil {
-		c.out(s)
-	}
+	c.sent.Grow(max(n, c.limit+4096-c.sent.Len()))
 }
 
 // completeLen is the length of b without a trailing incomplete (but so far

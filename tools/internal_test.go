@@ -101,3 +101,25 @@ func TestCardStreamCopiesTheCappingChunkOnlyToTheCap(t *testing.T) {
 		t.Errorf("card output starts %q", out[:min(len(out), 40)])
 	}
 }
+
+// Streaming a card's worth of output copies each byte once: into the card
+// output, whose views are what the card receives.
+func TestCardStreamCopiesEachByteOnce(t *testing.T) {
+	const limit = 2 << 20
+	var forwarded []string
+	c := newCardStream(limit, func(s string) { forwarded = append(forwarded, s) })
+	chunk := executor.Chunk{Stream: executor.Stdout, Data: []byte(strings.Repeat("0123456789abcde\n", 4096))} // 64 KiB
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	for range limit / len(chunk.Data) {
+		c.observe(chunk)
+	}
+	out := c.close("")
+	runtime.ReadMemStats(&m1)
+	if len(out) != limit || strings.Join(forwarded, "") != out {
+		t.Fatalf("card output of %d bytes; the forwarded pieces add up to it: %v", len(out), strings.Join(forwarded, "") == out)
+	}
+	if got := m1.TotalAlloc - m0.TotalAlloc; got > limit+256<<10 {
+		t.Errorf("streaming %d bytes allocated %d", limit, got)
+	}
+}
