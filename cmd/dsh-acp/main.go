@@ -70,6 +70,7 @@ func serve(cfg config) error {
 		return err
 	}
 	defer closeLog()
+	tuneGC(os.LookupEnv)
 	local.ResetSignalDispositions()
 	if err := local.MakeNonDumpable(); err != nil {
 		log.Warn("cannot make the daemon non-dumpable", zap.Error(err))
