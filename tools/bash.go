@@ -22,19 +22,18 @@ const (
 type bash struct {
 	ex     executor.Executor
 	cfg    Config
-	desc   string
-	schema json.RawMessage
-	prompt string
+	text   func() texts           // rendered on first use
+	schema func() json.RawMessage // marshalled on first use
 }
 
 func (t *bash) Name() string            { return BashName }
-func (t *bash) Description() string     { return t.desc }
-func (t *bash) Schema() json.RawMessage { return t.schema }
+func (t *bash) Description() string     { return t.text().bash }
+func (t *bash) Schema() json.RawMessage { return t.schema() }
 
 // PromptSection is the habits the three bash tools' descriptions cannot
 // carry (check every result's exit marker, workdir not cd, poll background
 // tasks).
-func (t *bash) PromptSection() string { return t.prompt }
+func (t *bash) PromptSection() string { return t.text().prompt }
 
 // Needs is the command line: the permission judge decides on it.
 func (t *bash) Needs(args json.RawMessage) (Need, error) {
