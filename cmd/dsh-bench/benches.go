@@ -102,10 +102,11 @@ func measure(o options) ([]row, error) {
 }
 
 // buildPackage compiles a main package of this module into work/name, as
-// a release is built (-trimpath).
+// the README builds the daemon (static, -trimpath).
 func buildPackage(work, name, pkg string) (string, error) {
 	bin := filepath.Join(work, name)
 	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	return bin, cmd.Run()
 }

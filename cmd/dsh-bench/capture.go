@@ -58,8 +58,8 @@ func captureRows(h *harness) ([]row, error) {
 	return rows, nil
 }
 
-// daemonCapture runs command in a fresh daemon, after one warm-up call,
-// and returns the time from prompt to reply and the peak RSS growth
+// daemonCapture runs command in a fresh daemon, after one warm-up call
+// of the same kind, and returns the time from prompt to reply and the peak RSS growth
 // during it.
 func daemonCapture(h *harness, model *fakeModel, command string, viaModel bool) (time.Duration, int64, error) {
 	var extra []string
@@ -79,7 +79,14 @@ func daemonCapture(h *harness, model *fakeModel, command string, viaModel bool) 
 	if err != nil {
 		return 0, 0, err
 	}
-	if _, err := a.prompt(sid, "!true", nil); err != nil {
+	// A warm-up call of the same kind: what the first call sets up once
+	// (the model's HTTP client, say) is not growth under output.
+	warm := "!true"
+	if viaModel {
+		model.setCommand("true")
+		warm = "run the command"
+	}
+	if _, err := a.prompt(sid, warm, nil); err != nil {
 		return 0, 0, err
 	}
 	pid := a.cmd.Process.Pid
@@ -149,9 +156,10 @@ func size(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// fakeModel is a chat API that answers a first request with one bash call
-// of the command set, and the request carrying its result with a short
-// text: the smallest model turn that runs a command.
+// fakeModel is a chat API that answers a request ending with a user's
+// message with one bash call of the command set, and a request ending with
+// the call's result with a short text: the smallest model turn that runs a
+// command.
 type fakeModel struct {
 	ln  net.Listener
 	srv *http.Server
@@ -191,8 +199,17 @@ func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}
+	var req struct {
+		Messages []struct {
+			Role string `json:"role"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil || len(req.Messages) == 0 {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
-	if bytes.Contains(body, []byte(`"role":"tool"`)) {
+	if req.Messages[len(req.Messages)-1].Role == "tool" { // the call's result is in: answer
 		sse(w, map[string]any{"role": "assistant", "content": "done"}, "")
 		sse(w, map[string]any{}, "stop")
 	} else {
