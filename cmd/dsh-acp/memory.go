@@ -1,8 +1,8 @@
 package main
 
 import (
+	"runtime"
 	"runtime/debug"
-	"time"
 )
 
 // daemonGCPercent is the garbage collector's target when GOGC is not set:
@@ -11,15 +11,18 @@ import (
 // (a gigabyte captured, a long session reloaded) for little CPU.
 const daemonGCPercent = 50
 
-// gcTuneDelay: the target applies this long after start-up, so that start-up
-// itself (whose allocations, an SDK buffer of 1 MiB among them, would cross
-// the lower target's 2 MiB minimum heap) runs without a collection.
-const gcTuneDelay = time.Second
-
-// tuneGC applies daemonGCPercent after gcTuneDelay, unless the user set
-// GOGC.
+// tuneGC applies daemonGCPercent from the first collection on, unless the
+// user set GOGC. Start-up, whose heap stays under the default target's
+// 4 MiB minimum (the lower target's would be 2 MiB, which start-up crosses:
+// an SDK buffer alone is 1 MiB), so runs without a collection.
 func tuneGC(lookup envLookup) {
-	if _, set := lookup("GOGC"); !set {
-		time.AfterFunc(gcTuneDelay, func() { debug.SetGCPercent(daemonGCPercent) })
+	if _, set := lookup("GOGC"); set {
+		return
 	}
+	runtime.AddCleanup(&gcSentinel{}, func(struct{}) { debug.SetGCPercent(daemonGCPercent) }, struct{}{})
 }
+
+// gcSentinel is unreachable from the start: the first collection frees it
+// and runs its cleanup. (It holds a pointer, so it is never a tiny object,
+// which could outlive its collection.)
+type gcSentinel struct{ _ *int }
