@@ -11,10 +11,14 @@
 // # Adding rows
 //
 // A bench is a function from the harness to rows (see bench and benches in
-// benches.go). Write one — measure with h.pairs (A against B, run by run)
-// or plain samples, drive the daemon with h.spawn — build its rows with
-// ratioRow, addedRow or boundRow, and list it in benches. Give its sizes a
-// flag when a full run is slow, and keep the smoke test's sizes tiny.
+// benches.go). Write one in a file of its own: drive the daemon with
+// h.spawn (h.env for its environment, extra KEY=value settings on top),
+// measure with pair(h.runs(div), subject, baseline) — each a func returning
+// one figure per run — or plain samples, turn them into rows with ratioRow
+// (subject/baseline), addedRow (subject−baseline) or boundRow (an absolute
+// ceiling), and list the function in benches. A baseline must share no
+// project code. Give slow sizes a flag (and options field), keep the smoke
+// test's sizes tiny, and add the new rows' names to its list.
 package main
 
 import (

@@ -12,11 +12,11 @@ import (
 // the same responder linked with dsh-acp's libraries as a reference; and
 // peak RSS after initialize + session/new.
 func startupRows(h *harness) ([]row, error) {
-	minimal, err := buildPackage(h.work, "minimal", "./cmd/dsh-bench/minimal")
+	minimal, err := buildPackage(h.opt, h.work, "minimal", "./cmd/dsh-bench/minimal")
 	if err != nil {
 		return nil, fmt.Errorf("build the minimal responder: %w", err)
 	}
-	floor, err := buildPackage(h.work, "floor", "./cmd/dsh-bench/floor")
+	floor, err := buildPackage(h.opt, h.work, "floor", "./cmd/dsh-bench/floor")
 	if err != nil {
 		return nil, fmt.Errorf("build the floor responder: %w", err)
 	}
