@@ -184,9 +184,10 @@ func (p *Presenter) closeCard(e event.ToolResult) {
 
 // cardStream coalesces a card's live output (see FlushPolicy). A leading
 // edge is written by the appending goroutine itself (Send must not block
-// for long); the rest by a timer, one Interval after the previous flush.
-// The stream keeps the strings it is given and copies only to join short
-// ones into one update.
+// for long); the rest by a timer one Interval after the previous flush, or
+// by an append that finds that time passed before the timer ran. The
+// stream keeps the strings it is given and copies only to join short ones
+// into one update.
 type cardStream struct {
 	policy FlushPolicy
 	write  func(string)
@@ -196,7 +197,9 @@ type cardStream struct {
 	mu      sync.Mutex
 	pending []string
 	last    time.Time   // the start of the previous flush; zero: none yet
-	timer   *time.Timer // the trailing flush, while one is due
+	timer   *time.Timer // the trailing flush, while one is scheduled
+	due     time.Time   // when it is
+	gen     uint64      // counts flushes; a timer of an earlier one is stale
 	closed  bool
 }
 
@@ -217,28 +220,42 @@ func (s *cardStream) append(data string) {
 	}
 	s.pending = append(s.pending, data)
 	now := time.Now()
-	due := s.timer == nil && (s.last.IsZero() || now.Sub(s.last) >= s.policy.Interval)
-	if !due && s.timer == nil {
-		s.timer = time.AfterFunc(s.policy.Interval-now.Sub(s.last), s.flush)
+	var flushNow bool
+	switch {
+	case s.timer == nil && (s.last.IsZero() || now.Sub(s.last) >= s.policy.Interval):
+		flushNow = true // a leading edge
+	case s.timer == nil:
+		gen := s.gen
+		s.due = s.last.Add(s.policy.Interval)
+		s.timer = time.AfterFunc(s.due.Sub(now), func() { s.flush(gen) })
+	case !now.Before(s.due):
+		flushNow = true // the trailing flush is due and its timer has not run
 	}
+	gen := s.gen
 	s.mu.Unlock()
-	if due {
-		s.flush()
+	if flushNow {
+		s.flush(gen)
 	}
 }
 
-// flush writes what is pending, unless the stream closed (close writes
-// the rest itself).
-func (s *cardStream) flush() {
+// flush writes what is pending, unless another flush came first (gen is
+// the generation it was meant for) or the stream closed (close writes the
+// rest itself).
+func (s *cardStream) flush(gen uint64) {
 	s.sending.Lock()
 	defer s.sending.Unlock()
 	s.mu.Lock()
-	if s.closed {
+	if s.closed || gen != s.gen {
 		s.mu.Unlock()
 		return
 	}
 	data := s.pending
-	s.pending, s.timer = nil, nil
+	s.pending = nil
+	s.gen++
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
 	if len(data) > 0 {
 		s.last = time.Now()
 	}

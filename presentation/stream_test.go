@@ -2,6 +2,7 @@ package presentation
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -183,5 +184,27 @@ func TestCardStreamCutsALongPieceWithoutCopying(t *testing.T) {
 		if p := uintptr(unsafe.Pointer(unsafe.StringData(w))); p < base || p >= base+uintptr(len(big)) {
 			t.Errorf("write %d is a copy, not a cut of the piece", i)
 		}
+	}
+}
+
+// Whichever flushes — the leading edge, the timer, an append that finds the
+// timer late — every byte is written once, in order.
+func TestCardStreamWritesEveryByteOnceInOrder(t *testing.T) {
+	var mu sync.Mutex
+	var got strings.Builder
+	s := newCardStream(FlushPolicy{Interval: 50 * time.Microsecond, Bytes: 100}, func(p string) {
+		mu.Lock()
+		got.WriteString(p)
+		mu.Unlock()
+	})
+	var want strings.Builder
+	for i := range 20000 {
+		piece := strconv.Itoa(i) + ","
+		want.WriteString(piece)
+		s.append(piece)
+	}
+	s.close()
+	if got.String() != want.String() {
+		t.Fatalf("wrote %d bytes, want %d, or out of order", got.Len(), want.Len())
 	}
 }
