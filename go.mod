@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/coder/acp-go-sdk v0.13.0
+	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/sashabaranov/go-openai v1.43.0
 	github.com/sourcegraph/jsonrpc2 v0.2.3
 	go.uber.org/zap v1.28.0
@@ -11,4 +12,13 @@ require (
 	mvdan.cc/sh/v3 v3.14.1
 )
 
-require go.uber.org/multierr v1.10.0 // indirect
+require (
+	github.com/google/jsonschema-go v0.4.3 // indirect
+	github.com/segmentio/asm v1.1.3 // indirect
+	github.com/segmentio/encoding v0.5.4 // indirect
+	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	go.uber.org/multierr v1.10.0 // indirect
+	golang.org/x/oauth2 v0.35.0 // indirect
+	golang.org/x/sync v0.20.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
+)

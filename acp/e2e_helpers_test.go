@@ -13,6 +13,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
+	"github.com/dsh-acp/dsh-acp/internal/eventually"
 )
 
 func TestMain(m *testing.M) {
@@ -61,6 +62,13 @@ func (d *daemon) newSession(cwd string) string {
 	}
 	if err := d.Call(ctxT(d.t), "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}, &r); err != nil {
 		d.t.Fatalf("session/new: %v", err)
+	}
+	// The slash commands follow the reply: wait for them, so they never
+	// count among the first turn's updates.
+	if _, err := d.WaitUpdate(ctxT(d.t), r.SessionID, func(u json.RawMessage) bool {
+		return acptest.UpdateKind(u) == "available_commands_update"
+	}); err != nil {
+		d.t.Fatalf("no available_commands_update after session/new: %v", err)
 	}
 	return r.SessionID
 }
@@ -218,11 +226,5 @@ func (d *daemon) count(sid, kind, substr string) int {
 // waitFor polls cond (which may call the daemon) until it holds.
 func (d *daemon) waitFor(cond func() bool) {
 	d.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			d.t.Fatal("condition not met within 20s")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	eventually.True(d.t, 20*time.Second, cond, "condition not met within 20s")
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
+	"github.com/dsh-acp/dsh-acp/internal/eventually"
 	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
@@ -210,7 +211,7 @@ func llmChunks(us []update, kind string) string {
 }
 
 // llmCardSequence returns a turn's cards in the order they opened, failing
-// unless each opened in_progress, got its final update before the next one
+// unless each opened in_progress (or pending, to be asked about), got its final update before the next one
 // opened, and had no update after its final one.
 func llmCardSequence(t *testing.T, us []update) []*card {
 	t.Helper()
@@ -226,7 +227,7 @@ func llmCardSequence(t *testing.T, us []update) []*card {
 			}
 			open = u.ToolCallID
 			order = append(order, byID[u.ToolCallID])
-			if u.Status != "in_progress" {
+			if u.Status != "in_progress" && u.Status != "pending" { // pending: the user is asked first
 				t.Errorf("card %s opened with status %q", u.ToolCallID, u.Status)
 			}
 		case "tool_call_update":
@@ -329,7 +330,8 @@ func llmCheckConversation(t *testing.T, req llmtest.Request) {
 }
 
 // llmGate fronts the fake model with a proxy that calls hold(n) before
-// forwarding the n-th request (from 1); hold may block.
+// forwarding the n-th chat request (from 1; the models list is not
+// counted); hold may block.
 func llmGate(t *testing.T, srv *llmtest.Server, hold func(n int)) string {
 	t.Helper()
 	target, err := url.Parse(srv.URL())
@@ -340,7 +342,9 @@ func llmGate(t *testing.T, srv *llmtest.Server, hold func(n int)) string {
 	proxy.FlushInterval = -1 // pass events on as they come
 	var n atomic.Int64
 	gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hold(int(n.Add(1)))
+		if r.Method == http.MethodPost {
+			hold(int(n.Add(1)))
+		}
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(gate.Close)
@@ -349,17 +353,8 @@ func llmGate(t *testing.T, srv *llmtest.Server, hold func(n int)) string {
 
 // llmWaitFile waits until path exists (a command got that far).
 func llmWaitFile(t *testing.T, path string) {
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("%s never appeared", path)
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	t.Helper()
+	eventually.True(t, 15*time.Second, func() bool { _, err := os.Stat(path); return err == nil }, "%s never appeared", path)
 }
 
 // The model runs a foreground command, starts a background task, reads it,
@@ -579,8 +574,8 @@ func TestE2EModelReasoning(t *testing.T) {
 	for _, u := range us {
 		got = append(got, u.Kind+":"+u.ChunkText)
 	}
-	want := []string{"agent_thought_chunk:Let me ", "agent_thought_chunk:think.",
-		"agent_message_chunk:Hello", "agent_message_chunk: there."}
+	want := []string{"session_info_update:", "agent_thought_chunk:Let me ", "agent_thought_chunk:think.",
+		"agent_message_chunk:Hello", "agent_message_chunk: there.", "usage_update:"}
 	if !slices.Equal(got, want) {
 		t.Errorf("updates %q, want %q", got, want)
 	}
@@ -691,13 +686,11 @@ func TestE2EModelCompletionNoticeMidTurn(t *testing.T) {
 	}
 	finished := llmTaskFinishedLine("bash-1")
 	go func() {
-		deadline := time.Now().Add(20 * time.Second)
-		for !strings.Contains(f.Stderr(), finished) {
-			if time.Now().After(deadline) {
-				t.Error("the task never finished")
-				return
-			}
-			time.Sleep(2 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if eventually.Poll(ctx, func() bool { return strings.Contains(f.Stderr(), finished) }) != nil {
+			t.Error("the task never finished")
+			return
 		}
 		if err := os.WriteFile(filepath.Join(f.cwd, "back.fifo"), []byte("ok\n"), 0o600); err != nil {
 			t.Error(err)
@@ -834,7 +827,7 @@ func TestE2EModelCancelWhileStreaming(t *testing.T) {
 	}
 
 	us := f.mustTurn("try again", "end_turn")
-	llmNoUpdatesAfterCancel(t, f, "agent_message_chunk")
+	llmNoUpdatesAfterCancel(t, f, "agent_message_chunk", "usage_update")
 	if got := llmChunks(us, "agent_message_chunk"); got != "Fresh start." {
 		t.Errorf("next answer %q", got)
 	}
@@ -916,7 +909,7 @@ func TestE2EModelCancelWhileToolRuns(t *testing.T) {
 	}
 
 	f.mustTurn("what happened?", "end_turn")
-	llmNoUpdatesAfterCancel(t, f, "agent_message_chunk")
+	llmNoUpdatesAfterCancel(t, f, "agent_message_chunk", "usage_update")
 	req := srv.Last()
 	llmCheckConversation(t, req)
 	got := llmToolResult(t, req, "call_s")

@@ -35,7 +35,8 @@ func modeState(current permission.Mode) *sdk.SessionModeState {
 	return st
 }
 
-func configOptions(current permission.Mode) []sdk.SessionConfigOption {
+// modeOptions is the mode config option.
+func modeOptions(current permission.Mode) []sdk.SessionConfigOption {
 	var opts sdk.SessionConfigSelectOptionsUngrouped
 	for _, m := range permission.Modes() {
 		info := modeInfo[m]
@@ -62,24 +63,30 @@ func (s *Server) SetSessionMode(ctx context.Context, p sdk.SetSessionModeRequest
 }
 
 // SetSessionConfigOption sets the mode config option (the same switch as
-// session/set_mode) and returns every option.
+// session/set_mode) or the model option (as session/set_model) and returns
+// every option.
 func (s *Server) SetSessionConfigOption(ctx context.Context, p sdk.SetSessionConfigOptionRequest) (resp sdk.SetSessionConfigOptionResponse, err error) {
 	defer guarded(s.log, "session/set_config_option", &err)
 	v := p.ValueId
 	if v == nil {
-		return resp, invalidParams("config option %q takes a value id", modeConfigID)
-	}
-	if v.ConfigId != modeConfigID {
-		return resp, invalidParams("unknown config option %q", string(v.ConfigId))
+		return resp, invalidParams("config options %q and %q take a value id", modeConfigID, modelConfigID)
 	}
 	ss, err := s.session(v.SessionId)
 	if err != nil {
 		return resp, err
 	}
-	if err := ss.setMode(string(v.Value)); err != nil {
+	switch v.ConfigId {
+	case modeConfigID:
+		err = ss.setMode(string(v.Value))
+	case modelConfigID:
+		err = ss.setModel(string(v.Value))
+	default:
+		err = invalidParams("unknown config option %q", string(v.ConfigId))
+	}
+	if err != nil {
 		return resp, err
 	}
-	return sdk.SetSessionConfigOptionResponse{ConfigOptions: configOptions(ss.perms.currentMode())}, nil
+	return sdk.SetSessionConfigOptionResponse{ConfigOptions: ss.configOptions()}, nil
 }
 
 // setMode validates, records and announces a mode change.
@@ -93,7 +100,7 @@ func (ss *session) setMode(value string) error {
 		ss.log.Error("journal mode", zap.String("session", ss.id), zap.Error(err))
 	}
 	ss.send(sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{CurrentModeId: sdk.SessionModeId(mode)}})
-	ss.send(sdk.SessionUpdate{ConfigOptionUpdate: &sdk.SessionConfigOptionUpdate{ConfigOptions: configOptions(mode)}})
+	ss.sendConfigOptions()
 	ss.log.Info("mode", zap.String("session", ss.id), zap.String("mode", string(mode)))
 	return nil
 }

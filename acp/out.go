@@ -1,29 +1,86 @@
 package acp
 
 import (
+	"bytes"
 	"io"
+	"os"
 	"sync"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/acp/ingress"
 )
 
-// watchedWriter reports the first write error (the client closed stdout:
-// EPIPE) on Broken, so the daemon shuts down as it would on stdin EOF.
-type watchedWriter struct {
-	w      io.Writer
-	once   sync.Once
-	broken chan struct{}
+// output is the daemon's stdout: the one serialized writer the SDK, the
+// guard and the update writer share. Each Write is one or more whole lines
+// and goes out whole; a line that is not valid UTF-8 — not JSON text, which
+// the SDK would write for a raw id it echoes — has its invalid bytes
+// replaced by U+FFFD first (such bytes can only sit inside JSON strings, so
+// the line stays the same JSON). Broken is closed once stdout is gone: on
+// the first failed write, or, when stdout is a file descriptor, as soon as
+// it reports a hang-up (the client closed its reading end) without waiting
+// for a write.
+type output struct {
+	*ingress.LockedWriter
+	broken    chan struct{}
+	breakOnce sync.Once
+	stopWatch func()
 }
 
-func newWatchedWriter(w io.Writer) *watchedWriter {
-	return &watchedWriter{w: w, broken: make(chan struct{})}
+// newOutput wraps w. When w is an *os.File, a goroutine watches it for a
+// hang-up until close.
+func newOutput(w io.Writer, log *zap.Logger) *output {
+	o := &output{broken: make(chan struct{}), stopWatch: func() {}}
+	o.LockedWriter = ingress.NewLockedWriter(&textWriter{w: &failWriter{w: w, o: o}, log: log})
+	if f, ok := w.(*os.File); ok {
+		stop, err := watchHangup(f, o.markBroken)
+		if err != nil {
+			log.Debug("stdout is not watched for a hang-up", zap.Error(err))
+		} else {
+			o.stopWatch = stop
+		}
+	}
+	return o
 }
 
-func (w *watchedWriter) Write(p []byte) (int, error) {
-	n, err := w.w.Write(p)
+// Broken is closed once stdout is gone.
+func (o *output) Broken() <-chan struct{} { return o.broken }
+
+// close stops the hang-up watcher.
+func (o *output) close() { o.stopWatch() }
+
+func (o *output) markBroken() { o.breakOnce.Do(func() { close(o.broken) }) }
+
+// failWriter marks the output broken on the first failed write.
+type failWriter struct {
+	w io.Writer
+	o *output
+}
+
+func (f *failWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
 	if err != nil {
-		w.once.Do(func() { close(w.broken) })
+		f.o.markBroken()
 	}
 	return n, err
 }
 
-// Broken is closed after the first failed write.
-func (w *watchedWriter) Broken() <-chan struct{} { return w.broken }
+// textWriter replaces invalid UTF-8 before it reaches w.
+type textWriter struct {
+	w   io.Writer
+	log *zap.Logger
+}
+
+var replacement = []byte(string(utf8.RuneError))
+
+func (t *textWriter) Write(p []byte) (int, error) {
+	if utf8.Valid(p) {
+		return t.w.Write(p)
+	}
+	t.log.Warn("invalid UTF-8 in an outgoing message replaced", zap.Int("len", len(p)))
+	if _, err := t.w.Write(bytes.ToValidUTF8(p, replacement)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

@@ -12,9 +12,13 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/internal/agent"
 	"github.com/dsh-acp/dsh-acp/internal/event"
+	"github.com/dsh-acp/dsh-acp/internal/mcp"
 	"github.com/dsh-acp/dsh-acp/internal/permission"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
+
+// DeclinedByUser is the line a card shows when the user rejected its call.
+const DeclinedByUser = "declined by the user"
 
 // Permission option ids offered in session/request_permission.
 const (
@@ -22,6 +26,7 @@ const (
 	optAllowSession = "allow_always"
 	optAllowProject = "allow_always_project"
 	optReject       = "reject"
+	optTrustProject = "trust_project_rules"
 )
 
 // permissions is a session's permission state: its mode and the command
@@ -30,6 +35,7 @@ type permissions struct {
 	mu    sync.Mutex
 	mode  permission.Mode
 	allow []string
+	tools []mcp.Rule // MCP tools always allowed in this session
 }
 
 func (p *permissions) currentMode() permission.Mode {
@@ -86,9 +92,18 @@ func (p *permissions) restore(state map[string]json.RawMessage) {
 type approver struct {
 	ss     *session
 	client permissionClient
-	tools  *tools.Registry
+	tools  needer
 	// userRules is the user's rule file; the project's is in the cwd.
 	userRules string
+	// trust holds the project rule files the user approved; a project
+	// file's allow rules apply only once its exact content is approved.
+	trust *permission.TrustStore
+}
+
+// needer says what a call needs; *tools.Registry and the session's
+// toolbox satisfy it.
+type needer interface {
+	Needs(name string, args json.RawMessage) (tools.Need, error)
 }
 
 // permissionClient asks the client; *sdk.AgentSideConnection satisfies it.
@@ -111,28 +126,44 @@ func (a *approver) Approve(ctx context.Context, s tools.Session, call event.Tool
 		if need.Subject == "" {
 			return agent.Approval{Verdict: agent.Allow} // the tool reports the empty command
 		}
-		return a.judgeCommand(ctx, s, call, need.Subject)
+		return a.judgeCommand(ctx, s, call, need)
+	case need.Kind == tools.NeedTool:
+		return a.judgeTool(call, need)
 	}
 	return a.judgeOther(ctx, call, need)
 }
 
 // judgeCommand applies the rule files, the mode and the session's
-// always-allow prefixes to a command line.
-func (a *approver) judgeCommand(ctx context.Context, s tools.Session, call event.ToolCall, command string) agent.Approval {
-	rules, err := permission.LoadRules(a.userRules, permission.ProjectRulesPath(s.Cwd))
+// always-allow prefixes to a command line. A project rule file the user has
+// not approved contributes only its deny rules; when its allow rules would
+// let the command run, the question offers to trust the file.
+func (a *approver) judgeCommand(ctx context.Context, s tools.Session, call event.ToolCall, need tools.Need) agent.Approval {
+	command := need.Subject
+	loaded, err := permission.LoadTrustedRules(a.userRules, permission.ProjectRulesPath(s.Cwd), a.trust)
 	if err != nil {
 		a.ss.log.Warn("permission rules", zap.String("session", a.ss.id), zap.Error(err))
-		return denied(command, fmt.Sprintf("Not run: the permission rules cannot be read (%v). Fix the file or ask the user.", err))
+		return denied(command, fmt.Sprintf("Not run: the permission rules cannot be read (%v). Fix the file or ask the user.", err),
+			"denied: the permission rules cannot be read")
 	}
 	mode, allow := a.ss.perms.snapshot()
-	v := permission.Decide(mode, rules, allow, command)
+	req := permission.Request{Mode: mode, Rules: loaded.Rules, SessionAllow: allow, Command: command,
+		Background: need.Background, Stat: permission.StatIn(s.Cwd)}
+	v := permission.Judge(req)
 	switch v.Decision {
 	case permission.Allow:
 		return agent.Approval{Verdict: agent.Allow, Decision: event.Decision{Subject: command, Verdict: event.VerdictAllow}}
 	case permission.Deny:
-		return denied(command, fmt.Sprintf("Not run: %s (permission mode %q). Do not retry it in another form; ask the user if it is needed.", v.Reason, mode))
+		return denied(command, fmt.Sprintf("Not run: %s (permission mode %q). Do not retry it in another form; ask the user if it is needed.", v.Reason, mode),
+			v.Reason)
 	}
-	return a.ask(ctx, call, command, v.Prefixes)
+	var project *permission.ProjectFile
+	if loaded.NeedsApproval() {
+		req.Rules = loaded.IfTrusted()
+		if permission.Judge(req).Decision == permission.Allow {
+			project = loaded.Project
+		}
+	}
+	return a.ask(ctx, call, command, v.Prefixes, project)
 }
 
 // judgeOther decides a call that is not a command line by the mode alone.
@@ -142,26 +173,52 @@ func (a *approver) judgeOther(ctx context.Context, call event.ToolCall, need too
 	case need.Kind == tools.NeedRead || mode == permission.ModeAuto:
 		return agent.Approval{Verdict: agent.Allow, Decision: event.Decision{Subject: need.Subject, Verdict: event.VerdictAllow}}
 	case mode == permission.ModeReadOnly:
-		return denied(need.Subject, fmt.Sprintf("Not run: the %s tool may change things, and the session is in %q mode. Ask the user to switch modes if it is needed.", call.Name, mode))
+		return denied(need.Subject, fmt.Sprintf("Not run: the %s tool may change things, and the session is in %q mode. Ask the user to switch modes if it is needed.", call.Name, mode),
+			fmt.Sprintf("denied in %s mode: %s may change things", mode, call.Name))
 	}
-	return a.ask(ctx, call, need.Subject, nil)
+	return a.ask(ctx, call, need.Subject, nil, nil)
 }
 
-// denied is a refusal the model reads.
-func denied(subject, reason string) agent.Approval {
-	return agent.Approval{Verdict: agent.Deny, Reason: reason, Decision: event.Decision{Subject: subject, Verdict: event.VerdictDeny}}
+// denied is a refusal: reason is what the model reads, shown the short
+// line on the card.
+func denied(subject, reason, shown string) agent.Approval {
+	return agent.Approval{Verdict: agent.Deny, Reason: reason, UserReason: shown,
+		Decision: event.Decision{Subject: subject, Verdict: event.VerdictDeny}}
 }
 
-// ask shows the card as pending and asks the user; prefixes are the
-// command prefixes an always-allow answer may remember.
-func (a *approver) ask(ctx context.Context, call event.ToolCall, subject string, prefixes []string) agent.Approval {
-	toolCall := a.ss.present.Asking(call.ID)
+// ask defers to the user: the loop opens the card pending, then the
+// returned Ask puts the question; prefixes are the command prefixes an
+// always-allow answer may remember, and project, when set, an unapproved
+// project rule file whose allow rules would run the call: the user may
+// trust it.
+func (a *approver) ask(_ context.Context, call event.ToolCall, subject string, prefixes []string, project *permission.ProjectFile) agent.Approval {
+	return agent.Approval{Verdict: agent.Ask, Ask: func(ctx context.Context) agent.Approval {
+		return a.question(ctx, call, subject, prefixes, project)
+	}}
+}
+
+// question asks the user about the call whose card is open and pending,
+// and marks it running again when allowed.
+func (a *approver) question(ctx context.Context, call event.ToolCall, subject string, prefixes []string, project *permission.ProjectFile) agent.Approval {
+	options := permissionOptions(prefixes)
+	if project != nil {
+		options = append([]sdk.PermissionOption{{OptionId: optTrustProject, Kind: sdk.PermissionOptionKindAllowAlways,
+			Name: "Trust this project's rules and run: " + clipRunes(project.Summary, 300)}}, options...)
+	}
 	resp, err := a.client.RequestPermission(ctx, sdk.RequestPermissionRequest{
 		SessionId: sdk.SessionId(a.ss.id),
-		ToolCall:  toolCall,
-		Options:   permissionOptions(prefixes),
+		ToolCall:  a.ss.present.Asking(call.ID),
+		Options:   options,
 	})
-	outcome := outcomeOf(resp, err, ctx)
+	answer := outcomeOf(resp, err, ctx)
+	outcome := answer
+	if outcome == optTrustProject && project != nil {
+		// The content approved is the content shown: its hash, not a re-read.
+		if err := a.trust.Approve(project.Path, project.Hash); err != nil {
+			a.ss.log.Warn("trust project rules", zap.String("session", a.ss.id), zap.Error(err))
+		}
+		outcome = optAllowOnce
+	}
 	approval := a.apply(outcome, prefixes)
 	if approval.Verdict == agent.Allow {
 		a.ss.present.Allowed(call.ID)
@@ -169,7 +226,7 @@ func (a *approver) ask(ctx context.Context, call event.ToolCall, subject string,
 	if err != nil && ctx.Err() == nil {
 		a.ss.log.Warn("request_permission failed", zap.String("session", a.ss.id), zap.String("call", call.ID), zap.Error(err))
 	}
-	approval.Decision = event.Decision{Subject: subject, Verdict: event.VerdictAsk, Outcome: outcome}
+	approval.Decision = event.Decision{Subject: subject, Verdict: event.VerdictAsk, Outcome: answer}
 	return approval
 }
 
@@ -200,7 +257,7 @@ func (a *approver) apply(outcome string, prefixes []string) agent.Approval {
 			a.ss.log.Error("journal allow", zap.String("session", a.ss.id), zap.Error(err))
 		}
 		if outcome == optAllowProject {
-			if err := permission.SaveProjectAllow(a.ss.cwd, prefixes[0]); err != nil {
+			if err := a.trust.SaveProjectAllow(a.ss.cwd, prefixes[0]); err != nil {
 				a.ss.log.Warn("save project rule", zap.String("session", a.ss.id), zap.Error(err))
 			}
 		}
@@ -208,9 +265,11 @@ func (a *approver) apply(outcome string, prefixes []string) agent.Approval {
 	case "cancelled":
 		return agent.Approval{Verdict: agent.CancelTurn}
 	case "error":
-		return agent.Approval{Verdict: agent.Deny, Reason: "Not run: the permission request to the user failed."}
+		return agent.Approval{Verdict: agent.Deny, Reason: "Not run: the permission request to the user failed.",
+			UserReason: "not run: the permission question failed"}
 	}
-	return agent.Approval{Verdict: agent.Deny, Reason: "The user declined to run this command. Do not retry it; ask the user how to proceed."}
+	return agent.Approval{Verdict: agent.Deny, Reason: "The user declined to run this command. Do not retry it; ask the user how to proceed.",
+		UserReason: DeclinedByUser}
 }
 
 // permissionOptions are Allow once, Always allow (for the session and, to
@@ -224,4 +283,12 @@ func permissionOptions(prefixes []string) []sdk.PermissionOption {
 			sdk.PermissionOption{OptionId: optAllowProject, Name: fmt.Sprintf("Always allow `%s` in this project", prefix), Kind: sdk.PermissionOptionKindAllowAlways})
 	}
 	return append(opts, sdk.PermissionOption{OptionId: optReject, Name: "Reject", Kind: sdk.PermissionOptionKindRejectOnce})
+}
+
+// clipRunes shortens s to at most n runes, with "…" when cut.
+func clipRunes(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }

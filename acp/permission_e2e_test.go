@@ -23,6 +23,17 @@ type permDaemon struct {
 
 	mu    sync.Mutex
 	asked []json.RawMessage // session/request_permission params, in order
+	count int               // questions asked, counted by every responder set
+	// answer answers the questions; SetResponder replaces it.
+	answer acptest.Responder
+}
+
+// SetResponder changes how the questions are answered; they are still
+// recorded and counted.
+func (p *permDaemon) SetResponder(r acptest.Responder) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.answer = r
 }
 
 func startPermDaemon(t *testing.T, answer string, env ...string) *permDaemon {
@@ -32,17 +43,28 @@ func startPermDaemon(t *testing.T, answer string, env ...string) *permDaemon {
 	env = append([]string{"DSH_BASE_URL=" + model.URL(), "DSH_API_KEY=test-key", "XDG_CONFIG_HOME=" + cfgHome}, env...)
 	d := startDaemon(t, acptest.ZedCapabilities(), nil, env...)
 	p := &permDaemon{daemon: d, model: model, cwd: t.TempDir()}
-	inner := acptest.PermissionResponder(answer)
+	p.answer = acptest.PermissionResponder(answer)
 	d.SetResponder(func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 		if method == "session/request_permission" {
 			p.mu.Lock()
 			p.asked = append(p.asked, params)
+			p.count++
 			p.mu.Unlock()
 		}
-		return inner(ctx, method, params)
+		p.mu.Lock()
+		answer := p.answer
+		p.mu.Unlock()
+		return answer(ctx, method, params)
 	})
 	p.sid = d.newSession(p.cwd)
 	return p
+}
+
+// questionCount counts the questions asked, whatever responder answered.
+func (p *permDaemon) questionCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.count
 }
 
 func (p *permDaemon) questions() []json.RawMessage {
@@ -114,15 +136,17 @@ func TestPermissionAskAllowOnce(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(p.cwd, "made-by-model")); err != nil {
 		t.Errorf("allowed command did not run: %v", err)
 	}
+	// The card opens pending (no spinner, no Stop button for a command
+	// that has not run), stays so until the answer, then runs.
 	c := p.card(t, "call_1")
-	statuses := []string{}
+	statuses := []string{c.open.Status}
 	for _, u := range c.updates {
 		if u.Status != "" {
 			statuses = append(statuses, u.Status)
 		}
 	}
 	if strings.Join(statuses, ",") != "pending,in_progress,completed" {
-		t.Errorf("card statuses %v", statuses)
+		t.Errorf("card statuses %v, want pending,in_progress,completed", statuses)
 	}
 	// The same prefix asks again: allow once remembers nothing.
 	p.runBash("call_2", "touch again")
@@ -207,7 +231,7 @@ func TestModeSwitchBothWays(t *testing.T) {
 	if err := p.Call(ctxT(t), "session/set_config_option", map[string]any{"sessionId": p.sid, "configId": "mode", "value": "read-only"}, &resp); err != nil {
 		t.Fatal(err)
 	}
-	if len(resp.ConfigOptions) != 1 || resp.ConfigOptions[0].CurrentValue != "read-only" || resp.ConfigOptions[0].Category != "mode" {
+	if len(resp.ConfigOptions) == 0 || resp.ConfigOptions[0].CurrentValue != "read-only" || resp.ConfigOptions[0].Category != "mode" {
 		t.Errorf("config options %+v", resp.ConfigOptions)
 	}
 	p.runBash("call_2", "touch ro-ran")
@@ -268,5 +292,69 @@ func TestPermissionStateSurvivesLoad(t *testing.T) {
 	p.runBash("call_2", "git init -q r2")
 	if n := len(p.questions()); n != 1 {
 		t.Errorf("%d questions: the always-allow rule was lost on load", n)
+	}
+}
+
+// A project's rule file is the repository's, not the user's: its allow
+// rules apply only once the user approved that exact content. Until then
+// the command is asked about (with an option to trust the file); after
+// approval it runs unasked; an edit of the file asks again.
+func TestProjectRulesNeedTheUsersTrust(t *testing.T) {
+	p := startPermDaemon(t, "reject")
+	rules := filepath.Join(p.cwd, ".dsh-acp", "permissions.json")
+	write := func(content string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(rules), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(rules, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"allow": ["touch from-rule"]}`)
+	optionsOf := func(q json.RawMessage) []string {
+		var r struct {
+			Options []struct{ OptionID string } `json:"options"`
+		}
+		if err := json.Unmarshal(q, &r); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, o := range r.Options {
+			ids = append(ids, o.OptionID)
+		}
+		return ids
+	}
+
+	p.runBash("call_1", "touch from-rule")
+	qs := p.questions()
+	if len(qs) != 1 {
+		t.Fatalf("an unapproved allow rule ran the command unasked (%d questions)", len(qs))
+	}
+	if ids := optionsOf(qs[0]); len(ids) == 0 || ids[0] != "trust_project_rules" || !strings.Contains(string(qs[0]), "touch from-rule") {
+		t.Errorf("the question does not offer to trust the rules it shows: %s", qs[0])
+	}
+	if _, err := os.Stat(filepath.Join(p.cwd, "from-rule")); err == nil {
+		t.Fatal("the rejected command ran")
+	}
+
+	// The user trusts the file (the first allow_always option).
+	p.SetResponder(acptest.PermissionResponder("allow_always"))
+	p.runBash("call_2", "touch from-rule")
+	if _, err := os.Stat(filepath.Join(p.cwd, "from-rule")); err != nil {
+		t.Fatalf("the trusted rule's command did not run: %v", err)
+	}
+	// Approved: it now runs unasked.
+	before := p.questionCount()
+	p.runBash("call_3", "touch from-rule")
+	if p.questionCount() != before {
+		t.Error("a trusted rule still asks")
+	}
+	// An edited file is a new file: asked again.
+	write(`{"allow": ["touch from-rule", "touch other"]}`)
+	p.SetResponder(acptest.PermissionResponder("reject"))
+	p.runBash("call_4", "touch from-rule")
+	if p.questionCount() != before+1 {
+		t.Error("an edited rule file applied without asking again")
 	}
 }

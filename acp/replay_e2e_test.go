@@ -348,11 +348,17 @@ func TestSessionResume(t *testing.T) {
 	if err := d2.Call(ctxT(t), "session/resume", map[string]any{"sessionId": sid, "cwd": cwd, "mcpServers": []any{}}, nil); err != nil {
 		t.Fatalf("session/resume: %v", err)
 	}
-	if us := d2.Updates(sid); len(us) > 0 {
-		t.Fatalf("session/resume sent %d updates, want none: %s", len(us), us[0])
+	// Nothing is replayed; the session's commands follow the reply.
+	if _, err := d2.WaitUpdate(ctxT(t), sid, func(u json.RawMessage) bool {
+		return acptest.UpdateKind(u) == "available_commands_update"
+	}); err != nil {
+		t.Fatalf("no available_commands_update after session/resume: %v", err)
+	}
+	if us := d2.Updates(sid); len(us) != 1 {
+		t.Fatalf("session/resume sent %d updates, want only the commands: %s", len(us), us)
 	}
 	d2.promptExpect(sid, "!echo second-run", "end_turn")
-	c := onlyCard(t, decodeUpdates(t, d2.Updates(sid)))
+	c := onlyCard(t, decodeUpdates(t, d2.Updates(sid)[1:]))
 	if c.final == nil || c.final.Status != "completed" || strings.Join(c.outputs, "") != "second-run\n" {
 		t.Errorf("card after resume: final %+v, output %q", c.final, c.outputs)
 	}
@@ -453,10 +459,38 @@ func rpcErrorText(err error) string {
 
 // loadSession sends session/load and returns the session's updates received by
 // the time the reply arrived.
+// loadSession loads sid and returns the updates sent before the reply (the
+// replay); those that follow it (the commands, the usage) are left out.
+// Nothing else may run on d meanwhile.
 func (d *daemon) loadSession(sid, cwd string) ([]json.RawMessage, error) {
-	before := len(d.Updates(sid))
+	from := len(d.Inbound())
 	err := d.Call(ctxT(d.t), "session/load", map[string]any{"sessionId": sid, "cwd": cwd, "mcpServers": []any{}}, nil)
-	return d.Updates(sid)[before:], err
+	return updatesBeforeReply(d.Inbound()[from:], sid), err
+}
+
+// updatesBeforeReply is the updates of sid among msgs up to the first reply.
+func updatesBeforeReply(msgs []json.RawMessage, sid string) []json.RawMessage {
+	var out []json.RawMessage
+	for _, m := range msgs {
+		var env struct {
+			Method string          `json:"method"`
+			ID     json.RawMessage `json:"id"`
+			Params struct {
+				SessionID string          `json:"sessionId"`
+				Update    json.RawMessage `json:"update"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(m, &env) != nil {
+			continue
+		}
+		if env.Method == "" && env.ID != nil {
+			break // the reply
+		}
+		if env.Method == "session/update" && env.Params.SessionID == sid {
+			out = append(out, env.Params.Update)
+		}
+	}
+	return out
 }
 
 type listedSession struct {

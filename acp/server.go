@@ -1,13 +1,13 @@
 // Package acp is the daemon's ACP side: it implements the SDK's Agent over a
 // guarded stdin, keeps the session registry, negotiates capabilities, binds
-// cancels to turns in wire order, and turns each session's agent events into
-// session/update notifications (through package presentation) and journal
-// records (through package replay).
+// each prompt to its own turn and each cancel to the prompts before it on
+// the wire, tracks every request until its reply is written, and turns each
+// session's agent events into session/update notifications (through package
+// presentation) and journal records (through package replay).
 package acp
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,6 +23,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/acp/ingress"
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/mcp"
 	"github.com/dsh-acp/dsh-acp/internal/permission"
 	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/replay"
@@ -30,7 +31,8 @@ import (
 )
 
 // Config is what the daemon is built from. Executor, Tools and Store are
-// required; Model may be nil (no model configured: `!` commands still work).
+// required; Model may be nil (no model configured: `!` commands still work,
+// prompts that need the model get ACP's auth-required error).
 type Config struct {
 	Name, Version string
 
@@ -51,14 +53,34 @@ type Config struct {
 	// presentation.FlushPolicy; defaults one frame at 60 Hz and 64 KiB).
 	CardFlushInterval time.Duration
 	CardFlushBytes    int
-	// ShutdownGrace bounds how long shutdown waits for processes to die.
+	// ShutdownGrace bounds how long shutdown waits for the replies to the
+	// requests already read and for processes to die (default 5 s).
 	ShutdownGrace time.Duration
+	// ModelsWait bounds how long the first session/new waits for the
+	// provider's model list (default 2 s); a list that comes later is
+	// announced with config_option_update.
+	ModelsWait time.Duration
 
 	// DefaultMode is a new session's permission mode (default ask).
 	DefaultMode permission.Mode
 	// UserRules is the user's permission rule file ("" for none); each
-	// session's project file is read from its cwd.
+	// session's project file is read from its cwd. The user's MCP
+	// allowance file sits beside it (mcp.UserRulesPath).
 	UserRules string
+	// TrustDir keeps the project rule files the user approved (see
+	// permission.TrustStore); empty means none is ever trusted, so project
+	// files contribute only their deny rules.
+	TrustDir string
+
+	// Auth, when set, offers terminal login and looks the model up again
+	// whenever a prompt needs it (see AuthConfig); Model is then the first
+	// answer.
+	Auth *AuthConfig
+
+	// MCP is how each session's MCP servers are started and called (the
+	// zero value works; Logger and the client name default to the
+	// daemon's).
+	MCP mcp.Config
 }
 
 func (c *Config) defaults() {
@@ -76,6 +98,15 @@ func (c *Config) defaults() {
 	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 5 * time.Second
+	}
+	if c.ModelsWait <= 0 {
+		c.ModelsWait = 2 * time.Second
+	}
+	if c.Agent.ContextWindow == nil {
+		c.Agent.ContextWindow = agent.ContextWindow
+	}
+	if named, ok := c.Model.(interface{ Model() string }); ok && c.Agent.Model == "" && c.Model != nil {
+		c.Agent.Model = named.Model()
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
@@ -95,6 +126,12 @@ type Server struct {
 	conn    *sdk.AgentSideConnection
 	updates *updateWriter // session/update notifications, bypassing the SDK's marshalling
 	turns   *turnRegistry
+	models  *models       // the model client in force, shared by all sessions
+	catalog *modelCatalog // the provider's models, for the model option
+	trust   *permission.TrustStore
+	calls   *pendingCalls     // requests let through, until their replies are written
+	gate    *notificationGate // what the SDK's notification queue may take
+	hooks   hooks
 
 	mu       sync.Mutex
 	caps     presentation.Caps
@@ -105,39 +142,102 @@ type Server struct {
 	stopNotices func()
 }
 
-// Serve speaks ACP on in/out until in reaches EOF (or ctx ends), then cancels
-// every turn, kills every process the daemon started and closes the
-// journals. It returns nil on a clean end of input.
+// Serve speaks ACP on in/out until in reaches EOF, out is gone (a failed
+// write, or a hang-up seen without writing), the SDK's connection ends, or
+// ctx ends. It then cancels every turn, answers every request already read
+// (unless out is gone), kills every process the daemon started and closes
+// the journals, all within ShutdownGrace (a request the SDK read but never
+// dispatched, because its connection failed, is waited for that long). It
+// returns nil on a clean end.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) error {
+	return serve(ctx, in, out, cfg, hooks{})
+}
+
+// serve is Serve with test hooks.
+func serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config, h hooks) error {
 	cfg.defaults()
 	s := &Server{
 		cfg:      cfg,
 		log:      cfg.Logger,
 		turns:    newTurnRegistry(),
+		models:   newModels(cfg),
+		trust:    permission.NewTrustStore(cfg.TrustDir),
+		calls:    newPendingCalls(),
+		gate:     newNotificationGate(cfg.Logger),
+		hooks:    h,
 		sessions: map[string]*session{},
 	}
-	watched := newWatchedWriter(out)
-	w := ingress.NewLockedWriter(watched)
-	guard := ingress.New(in, w, ingress.Options{MaxLine: cfg.MaxLine, Observe: s.observe, Logger: cfg.Logger})
-	// The guard holds input back until Start: the connection must be wired
+	if cfg.Agent.Model != "" {
+		mctx, stopModels := context.WithCancel(ctx)
+		defer stopModels()
+		s.catalog = newModelCatalog(mctx, s.models, cfg.Agent.Model, cfg.Logger, s.announceModels)
+	}
+	o := newOutput(out, cfg.Logger)
+	defer o.close()
+	replies := &replyWatcher{w: o, calls: s.calls}
+	guard := ingress.New(in, replies, ingress.Options{MaxLine: cfg.MaxLine, Observe: s.observe, Logger: cfg.Logger})
+	// The guard holds input back until Run: the connection must be wired
 	// before the SDK reads its first line.
-	s.updates = newUpdateWriter(w)
-	s.conn = sdk.NewAgentSideConnection(s, w, guard.Reader())
+	s.updates = newUpdateWriter(o)
+	var sdkIn io.Reader = guard.Reader()
+	if h.sdkInput != nil {
+		sdkIn = h.sdkInput(sdkIn)
+	}
+	s.conn = sdk.NewAgentSideConnection(s, replies, sdkIn)
 	s.conn.SetLogger(cfg.SDKLogger)
 	s.stopNotices = tools.WatchCompletions(cfg.Executor, s.deliverNotice)
-	go guard.Run(ctx)
+	gctx, stopGuard := context.WithCancel(ctx)
+	defer stopGuard()
+	go guard.Run(gctx)
+	// Without stdout no reply can go out: nothing waits for one any more.
+	served := make(chan struct{})
+	defer close(served)
+	go func() {
+		select {
+		case <-o.Broken():
+			s.calls.abandon()
+		case <-served:
+		}
+	}()
 
+	var why string
 	select {
 	case <-guard.Done():
+		why = "end of input"
+		if err := guard.Err(); err != nil {
+			why = err.Error()
+		}
+	case <-s.conn.Done():
+		why = "the SDK closed the connection"
 	case <-ctx.Done():
-	case <-watched.Broken():
+		why = "stopped"
+	case <-o.Broken():
+		why = "stdout closed"
 	}
+	// A guard still forwarding to a connection that ended would block.
+	stopGuard()
+	s.log.Info("shutting down", zap.String("reason", why))
 	return s.shutdown()
 }
 
-// shutdown cancels all turns, kills every process group and closes the
-// journals, bounded by ShutdownGrace.
+// shutdown cancels all turns, waits for the replies to every request
+// already read, kills every process group and closes the journals, all
+// bounded by ShutdownGrace.
 func (s *Server) shutdown() error {
+	s.turns.cancelAll()
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
+	defer cancel()
+	// Processes die while the cancelled turns answer: commands and MCP
+	// servers alike.
+	killed := make(chan error, 1)
+	go func() { killed <- s.cfg.Executor.Shutdown(ctx) }()
+	mcpDone := make(chan struct{})
+	go func() { closeAllMCP(ctx, s.openSessions()); close(mcpDone) }()
+	if n := s.calls.wait(ctx); n > 0 {
+		s.log.Warn("exiting with requests unanswered", zap.Int("count", n))
+	}
+	s.calls.abandon()
+
 	s.mu.Lock()
 	s.closing = true
 	sessions := make([]*session, 0, len(s.sessions))
@@ -145,11 +245,8 @@ func (s *Server) shutdown() error {
 		sessions = append(sessions, ss)
 	}
 	s.mu.Unlock()
-
-	s.turns.cancelAll()
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
-	defer cancel()
-	err := s.cfg.Executor.Shutdown(ctx)
+	err := <-killed
+	<-mcpDone
 	s.stopNotices()
 	// The cancelled turns still record their last events (the killed
 	// command's result, the turn end) before the journals close.
@@ -158,29 +255,6 @@ func (s *Server) shutdown() error {
 		ss.close(ctx)
 	}
 	return err
-}
-
-// observe runs on the guard's goroutine, in wire order, before the SDK sees
-// the message.
-func (s *Server) observe(m ingress.Message) {
-	switch m.Method {
-	case sdk.AgentMethodSessionPrompt:
-		if m.ID == nil {
-			return
-		}
-		var p sdk.PromptRequest
-		if json.Unmarshal(m.Params, &p) != nil || p.Validate() != nil {
-			return // the SDK rejects it before any handler runs
-		}
-		s.turns.enqueue(string(p.SessionId))
-	case sdk.AgentMethodSessionCancel, sdk.AgentMethodSessionClose:
-		var p struct {
-			SessionID string `json:"sessionId"`
-		}
-		if json.Unmarshal(m.Params, &p) == nil && p.SessionID != "" {
-			s.turns.cancelSession(p.SessionID)
-		}
-	}
 }
 
 // guarded turns a handler panic into -32603 for that request alone.
@@ -201,23 +275,24 @@ func invalidParams(format string, args ...any) error {
 // Initialize negotiates the protocol version and capabilities.
 func (s *Server) Initialize(ctx context.Context, p sdk.InitializeRequest) (resp sdk.InitializeResponse, err error) {
 	defer guarded(s.log, "initialize", &err)
-	s.mu.Lock()
-	s.caps = presentation.CapsFrom(p.ClientCapabilities)
-	s.mu.Unlock()
+	// The capabilities were recorded in wire order by observe.
+	caps := presentation.CapsFrom(p.ClientCapabilities)
 	version := sdk.ProtocolVersion(sdk.ProtocolVersionNumber)
 	if p.ProtocolVersion < version && p.ProtocolVersion >= 1 {
 		version = p.ProtocolVersion
 	}
-	s.log.Info("initialize", zap.Int("clientVersion", int(p.ProtocolVersion)), zap.Bool("terminalOutput", s.caps.Terminal))
+	s.log.Info("initialize", zap.Int("clientVersion", int(p.ProtocolVersion)), zap.Bool("terminalOutput", caps.Terminal))
 	return sdk.InitializeResponse{
 		ProtocolVersion: version,
 		AgentInfo:       &sdk.Implementation{Name: s.cfg.Name, Version: s.cfg.Version},
-		AuthMethods:     []sdk.AuthMethod{},
+		AuthMethods:     s.authMethods(p.ClientCapabilities),
 		AgentCapabilities: sdk.AgentCapabilities{
+			Auth:        s.authCapabilities(),
 			LoadSession: true,
 			PromptCapabilities: sdk.PromptCapabilities{
 				EmbeddedContext: true,
 			},
+			McpCapabilities: sdk.McpCapabilities{Http: true},
 			SessionCapabilities: sdk.SessionCapabilities{
 				List:   &sdk.SessionListCapabilities{},
 				Resume: &sdk.SessionResumeCapabilities{},
@@ -227,9 +302,11 @@ func (s *Server) Initialize(ctx context.Context, p sdk.InitializeRequest) (resp 
 	}, nil
 }
 
-// Authenticate is not needed: no auth methods are advertised.
-func (s *Server) Authenticate(ctx context.Context, p sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {
-	return sdk.AuthenticateResponse{}, nil
+// Authenticate re-reads the stored credential for the terminal method (see
+// auth.go).
+func (s *Server) Authenticate(ctx context.Context, p sdk.AuthenticateRequest) (resp sdk.AuthenticateResponse, err error) {
+	defer guarded(s.log, "authenticate", &err)
+	return s.authenticate(p)
 }
 
 // checkCwd enforces an absolute, existing directory.
@@ -260,13 +337,16 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (resp 
 		return resp, sdk.NewInternalError(map[string]any{"error": "cannot create the session journal: " + err.Error()})
 	}
 	ss := s.newSession(id, filepath.Clean(p.Cwd), j)
+	s.startMCP(ss, p.McpServers) // before a prompt can find the session
 	if err := s.register(ss); err != nil {
 		ss.close(ctx)
 		return resp, err
 	}
-	s.log.Info("session/new", zap.String("session", id))
-	mode := ss.perms.currentMode()
-	return sdk.NewSessionResponse{SessionId: sdk.SessionId(id), Modes: modeState(mode), ConfigOptions: configOptions(mode)}, nil
+	s.log.Info("session/new", zap.String("session", id), zap.Int("mcpServers", len(p.McpServers)))
+	if s.catalog != nil {
+		s.catalog.wait(ctx, s.cfg.ModelsWait)
+	}
+	return sdk.NewSessionResponse{SessionId: sdk.SessionId(id), Modes: modeState(ss.perms.currentMode()), ConfigOptions: ss.configOptions()}, nil
 }
 
 func (s *Server) register(ss *session) error {
@@ -314,15 +394,21 @@ func (s *Server) session(id sdk.SessionId) (*session, error) {
 }
 
 // Prompt runs one turn. Its context comes from the turn registry, not the
-// SDK, so a cancel applies to the turn that was in flight when it arrived.
+// SDK: a cancel applies to exactly the prompts before it on the wire.
 func (s *Server) Prompt(_ context.Context, p sdk.PromptRequest) (resp sdk.PromptResponse, err error) {
 	defer guarded(s.log, "session/prompt", &err)
-	// Claim the turn the guard enqueued first, so it never lingers, however
-	// this request ends.
-	ctx, release := s.turns.claim(string(p.SessionId))
-	defer release()
+	// Claim this request's own turn (by the token the guard stamped), so it
+	// never lingers, however this request ends; then let the session's
+	// previous prompt be answered first.
+	t := s.turns.claim(string(p.SessionId), p.Meta)
+	defer t.release()
+	t.waitPrevious()
+	ctx := t.ctx
 	ss, err := s.session(p.SessionId)
 	if err != nil {
+		return resp, err
+	}
+	if err := s.needModel(p.Prompt); err != nil {
 		return resp, err
 	}
 	if err := s.beginTurn(); err != nil {
@@ -339,8 +425,12 @@ func (s *Server) Prompt(_ context.Context, p sdk.PromptRequest) (resp sdk.Prompt
 	return sdk.PromptResponse{StopReason: sdk.StopReason(reason)}, nil
 }
 
-// Cancel is handled in wire order by observe; the SDK's call is a no-op.
-func (s *Server) Cancel(ctx context.Context, p sdk.CancelNotification) error { return nil }
+// Cancel is handled in wire order by observe; the SDK's call only frees the
+// cancel's place in the notification gate.
+func (s *Server) Cancel(ctx context.Context, p sdk.CancelNotification) error {
+	s.gate.cancelHandled(string(p.SessionId))
+	return nil
+}
 
 // CloseSession cancels the session's turn, kills its tasks and frees it.
 func (s *Server) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (resp sdk.CloseSessionResponse, err error) {
@@ -399,8 +489,8 @@ func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (res
 	if err != nil {
 		return resp, err
 	}
-	mode := ss.perms.currentMode()
-	return sdk.LoadSessionResponse{Modes: modeState(mode), ConfigOptions: configOptions(mode)}, nil
+	s.startMCP(ss, p.McpServers)
+	return sdk.LoadSessionResponse{Modes: modeState(ss.perms.currentMode()), ConfigOptions: ss.configOptions()}, nil
 }
 
 // ResumeSession restores a journaled session without replaying it.
@@ -410,13 +500,19 @@ func (s *Server) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) 
 	if err != nil {
 		return resp, err
 	}
-	mode := ss.perms.currentMode()
-	return sdk.ResumeSessionResponse{Modes: modeState(mode), ConfigOptions: configOptions(mode)}, nil
+	s.startMCP(ss, p.McpServers)
+	return sdk.ResumeSessionResponse{Modes: modeState(ss.perms.currentMode()), ConfigOptions: ss.configOptions()}, nil
 }
 
 // deliverNotice queues a background task's completion notice on its owning
 // session; false drops it (the session is gone).
-func (s *Server) deliverNotice(owner, text string) bool {
+func (s *Server) deliverNotice(owner, text string) (delivered bool) {
+	defer func() { // an executor goroutine: contain a panic, drop the notice
+		if p := recover(); p != nil {
+			s.log.Error("notice delivery panicked", zap.String("session", owner), zap.Any("panic", p))
+			delivered = false
+		}
+	}()
 	s.mu.Lock()
 	ss, ok := s.sessions[owner]
 	s.mu.Unlock()

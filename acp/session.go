@@ -12,6 +12,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/internal/agent"
 	"github.com/dsh-acp/dsh-acp/internal/event"
+	"github.com/dsh-acp/dsh-acp/internal/mcp"
 	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/replay"
 )
@@ -25,12 +26,25 @@ type session struct {
 	journal *replay.Journal
 	present *presentation.Presenter
 	updates *updateWriter
-	perms   *permissions
-	log     *zap.Logger
+	// journalSink writes the session's events to its journal.
+	journalSink *journalSink
+	perms       *permissions
+	title       *titler
+	box         *mcp.Toolbox // the daemon's tools and the session's MCP tools
+	log         *zap.Logger
+	catalog     *modelCatalog          // the provider's models, for the model option
+	window      func(model string) int // a model's context window
 
-	mu      sync.Mutex
-	closed  bool
-	running sync.WaitGroup // this session's turns in flight
+	mu          sync.Mutex
+	afterOpened []func() // what waits for the reply that opened the session (afterOpen)
+	closed      bool
+	mcp         *sessionMCP    // nil without MCP servers
+	running     sync.WaitGroup // this session's turns in flight
+	// announced: the reply that opened the session went out (and with it
+	// the commands); optionsVersion: the model catalog version the client
+	// last got.
+	announced      bool
+	optionsVersion int
 
 	closeOnce sync.Once
 }
@@ -47,25 +61,6 @@ func (ss *session) beginTurn() bool {
 }
 
 func (ss *session) endTurn() { ss.running.Done() }
-
-// journalSink records the events worth keeping; streaming-only events
-// (deltas, live output) are left out: AssistantMessage and ToolResult carry
-// their whole content.
-type journalSink struct {
-	j   *replay.Journal
-	log *zap.Logger
-	id  string
-}
-
-func (js journalSink) Emit(ev event.Event) {
-	switch ev.(type) {
-	case event.TextDelta, event.ThoughtDelta, event.ToolOutput:
-		return
-	}
-	if err := js.j.Append(ev); err != nil {
-		js.log.Error("journal append failed", zap.String("session", js.id), zap.Error(err))
-	}
-}
 
 // send writes one session/update of this session that is not about a card
 // (a mode change). It never uses a turn's context.
@@ -92,23 +87,27 @@ func (f fanout) Emit(ev event.Event) {
 
 func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
 	ss := &session{id: id, cwd: cwd, journal: j, updates: s.updates, log: s.log,
-		perms: &permissions{mode: s.cfg.DefaultMode}}
-	ss.present = s.presenter(id, cwd, s.updates, false)
-	sink := fanout{ss.present, journalSink{j: j, log: s.log, id: id}}
-	ap := &approver{ss: ss, client: s.conn, tools: s.cfg.Tools, userRules: s.cfg.UserRules}
-	ss.agent = agent.NewSession(id, cwd, s.cfg.Model, s.cfg.Tools, sink, ap, s.cfg.Agent)
+		perms: &permissions{mode: s.cfg.DefaultMode}, catalog: s.catalog, window: s.cfg.Agent.ContextWindow,
+		box: mcp.NewToolbox(s.cfg.Tools)}
+	ss.present = s.presenter(id, cwd, s.updates, ss.box, false)
+	ss.title = &titler{send: ss.send}
+	ss.journalSink = newJournalSink(j, s.log, id, ss.present)
+	sink := fanout{ss.title, ss.present, ss.journalSink}
+	ap := &approver{ss: ss, client: s.conn, tools: ss.box, userRules: s.cfg.UserRules, trust: s.trust}
+	ss.agent = agent.NewSession(id, cwd, s.models, ss.box, sink, ap, s.cfg.Agent)
 	return ss
 }
 
-// presenter is a presenter for session id drawing through w, with the
-// client's capabilities; replay marks one that draws a recorded session.
-func (s *Server) presenter(id, cwd string, w *updateWriter, replay bool) *presentation.Presenter {
+// presenter is a presenter for session id drawing through w with cards,
+// with the client's capabilities; replay marks one that draws a recorded
+// session.
+func (s *Server) presenter(id, cwd string, w *updateWriter, cards presentation.CardIntents, replay bool) *presentation.Presenter {
 	s.mu.Lock()
 	caps := s.caps
 	s.mu.Unlock()
 	return presentation.NewPresenter(presentation.PresenterOptions{
 		Send:   func(u sdk.SessionUpdate) { sendUpdate(w, id, s.log, u) },
-		Cards:  s.cfg.Tools,
+		Cards:  cards,
 		Caps:   caps,
 		Cwd:    cwd,
 		Flush:  presentation.FlushPolicy{Interval: s.cfg.CardFlushInterval, Bytes: s.cfg.CardFlushBytes},
@@ -116,16 +115,20 @@ func (s *Server) presenter(id, cwd string, w *updateWriter, replay bool) *presen
 	})
 }
 
-// prompt runs one turn: a `!` command directly, anything else through the
-// model.
+// prompt runs one turn: a slash command by the daemon, a `!` command
+// directly, anything else through the model.
 func (ss *session) prompt(ctx context.Context, blocks []sdk.ContentBlock) event.StopReason {
 	pb := promptBlocks(blocks)
+	if name, args, text, extra, ok := parseCommand(pb); ok {
+		return ss.command(ctx, name, args, text, extra)
+	}
 	var reason event.StopReason
 	var err error
 	if cmd, ok := isDirect(firstText(pb)); ok && len(pb) == 1 {
 		reason, err = ss.agent.RunDirect(ctx, cmd)
 	} else {
-		reason, err = ss.agent.Prompt(ctx, agent.RenderPrompt(pb))
+		ss.syncTools(ctx)
+		reason, err = ss.agent.PromptBlocks(ctx, pb)
 	}
 	if err != nil {
 		ss.log.Error("turn failed", zap.String("session", ss.id), zap.Error(err))
@@ -134,14 +137,16 @@ func (ss *session) prompt(ctx context.Context, blocks []sdk.ContentBlock) event.
 }
 
 // close refuses new turns, waits (until ctx ends) for the running one to
-// record its last events — its turns must already be cancelled — and
-// closes the journal.
+// record its last events — its turns must already be cancelled — stops
+// its MCP servers and closes the journal.
 func (ss *session) close(ctx context.Context) {
 	ss.mu.Lock()
 	ss.closed = true
 	ss.mu.Unlock()
 	waitBounded(ctx, &ss.running)
+	ss.closeMCP(ctx)
 	ss.closeOnce.Do(func() {
+		ss.journalSink.close()
 		if err := ss.journal.Close(); err != nil {
 			ss.log.Error("journal close failed", zap.String("session", ss.id), zap.Error(err))
 		}
@@ -166,7 +171,9 @@ func firstText(pb []agent.PromptBlock) string {
 	return pb[0].Text
 }
 
-// promptBlocks converts ACP content blocks into the loop's own shape.
+// promptBlocks converts ACP content blocks into the loop's own shape. Every
+// block is kept — an image, audio or binary resource as a block the loop
+// tells the user it could not give the model (agent.Unsent).
 func promptBlocks(blocks []sdk.ContentBlock) []agent.PromptBlock {
 	out := make([]agent.PromptBlock, 0, len(blocks))
 	for _, b := range blocks {
@@ -187,8 +194,16 @@ func promptBlocks(blocks []sdk.ContentBlock) []agent.PromptBlock {
 				}
 				out = append(out, pbl)
 			} else if bl := b.Resource.Resource.BlobResourceContents; bl != nil {
-				out = append(out, agent.PromptBlock{Type: "resource_link", URI: bl.Uri})
+				pbl := agent.PromptBlock{Type: "blob", URI: bl.Uri}
+				if bl.MimeType != nil {
+					pbl.MimeType = *bl.MimeType
+				}
+				out = append(out, pbl)
 			}
+		case b.Image != nil:
+			out = append(out, agent.PromptBlock{Type: "image", MimeType: b.Image.MimeType})
+		case b.Audio != nil:
+			out = append(out, agent.PromptBlock{Type: "audio", MimeType: b.Audio.MimeType})
 		}
 	}
 	return out
@@ -212,6 +227,9 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	if err != nil {
 		return nil, invalidParams("cannot open session %s: %v", id, err)
 	}
+	if cut := j.Repaired(); cut > 0 {
+		s.log.Warn("journal: cut a torn last record", zap.String("session", id), zap.Int64("bytes", cut))
+	}
 	r := &reopening{server: s, id: id, cwd: filepath.Clean(cwd), journal: j, draw: replayToClient, state: map[string]json.RawMessage{}}
 	defer r.finish()
 	settler := replay.NewSettler(r.event)
@@ -226,6 +244,9 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 			return settler.Push(rec.Event)
 		case rec.State != nil:
 			r.state[rec.State.Key] = rec.State.Value
+			if strings.HasPrefix(rec.State.Key, mcp.StatePrefix) {
+				r.session().learnState(rec.State.Key, rec.State.Value) // before the calls it draws
+			}
 		}
 		return nil
 	})
@@ -241,7 +262,20 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	}
 	ss := r.session()
 	r.finish()
+	if r.drawFailed != nil {
+		ss.close(context.Background())
+		return nil, r.drawFailed
+	}
 	ss.perms.restore(r.state)
+	ss.perms.restoreTools(r.state)
+	if r.firstPrompt != nil {
+		if replayToClient {
+			ss.title.announce(*r.firstPrompt) // the title session/list shows, again
+		} else {
+			ss.title.done.Store(true) // resume sends nothing; the client has it
+		}
+	}
+	ss.restoreModel(r.state)
 	if gone := settler.RunningTasks(); len(gone) > 0 {
 		note := replay.GoneTasksNote(gone)
 		if replayToClient {
@@ -273,12 +307,14 @@ type reopening struct {
 	restore     *agent.Restorer // holds the session until finish
 	events      int
 	state       map[string]json.RawMessage // latest journaled value per key
+	firstPrompt *string                    // the first UserPrompt's text, once seen
 
-	drawQ    chan []event.Event // batches, so the two goroutines meet once per batch
-	drawing  []event.Event      // the batch being gathered
-	drawn    bool               // the first batch went out
-	drawDone chan struct{}
-	batch    *lineBatch
+	drawQ      chan []event.Event // batches, so the two goroutines meet once per batch
+	drawing    []event.Event      // the batch being gathered
+	drawn      bool               // the first batch went out
+	drawDone   chan struct{}
+	drawFailed error // the drawer panicked (see containDraw)
+	batch      *lineBatch
 }
 
 // drawBatch is how many events go to the drawer at a time, and drawAhead
@@ -300,7 +336,7 @@ func (r *reopening) session() *session {
 				drawCwd = r.cwd
 			}
 			r.batch = &lineBatch{w: r.server.updates.w}
-			p := r.server.presenter(r.id, drawCwd, newUpdateWriter(r.batch), true)
+			p := r.server.presenter(r.id, drawCwd, newUpdateWriter(r.batch), r.ss.box, true)
 			r.drawQ = make(chan []event.Event, drawAhead)
 			r.drawDone = make(chan struct{})
 			go r.drawer(p)
@@ -312,8 +348,12 @@ func (r *reopening) session() *session {
 // drawer presents queued events in order.
 func (r *reopening) drawer(p *presentation.Presenter) {
 	defer close(r.drawDone)
+	defer r.containDraw()
 	for evs := range r.drawQ {
 		for _, ev := range evs {
+			if h := r.server.hooks.beforeDraw; h != nil {
+				h()
+			}
 			p.Emit(ev)
 		}
 	}
@@ -348,6 +388,9 @@ func (r *reopening) event(ev event.Event) error {
 	r.session()
 	r.events++
 	r.restore.Apply(ev)
+	if p, ok := ev.(event.UserPrompt); ok && r.firstPrompt == nil {
+		r.firstPrompt = &p.Text
+	}
 	if r.drawQ != nil {
 		// The first event goes out alone, so the client sees the replay
 		// start at once.

@@ -133,6 +133,14 @@ func variant(u sdk.SessionUpdate) any {
 		v := *u.CurrentModeUpdate
 		v.SessionUpdate = "current_mode_update"
 		return v
+	case u.UsageUpdate != nil:
+		v := *u.UsageUpdate
+		v.SessionUpdate = "usage_update"
+		return v
+	case u.AvailableCommandsUpdate != nil:
+		v := *u.AvailableCommandsUpdate
+		v.SessionUpdate = "available_commands_update"
+		return v
 	}
 	return u
 }

@@ -26,6 +26,10 @@ func TestUpdateWriterMatchesTheSDK(t *testing.T) {
 		presentation.OpenCard("c1", term, "/tmp", presentation.Caps{Terminal: true}),
 		presentation.OpenCard("c2", generic, "/tmp", presentation.Caps{}),
 		{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{CurrentModeId: "auto"}},
+		{UsageUpdate: &sdk.SessionUsageUpdate{Used: 1234, Size: 8000}},
+		{UsageUpdate: &sdk.SessionUsageUpdate{Used: 1, Size: 2, Cost: &sdk.Cost{Amount: 0.25, Currency: "USD"}}},
+		availableCommands(),
+		{ConfigOptionUpdate: &sdk.SessionConfigOptionUpdate{ConfigOptions: append(modeOptions("ask"), modelOption("m1", []string{"m0", "m1"}))}},
 	}
 	if u, ok := presentation.CardOutput("c1", "live\n", presentation.Caps{Terminal: true}); ok {
 		updates = append(updates, u)

@@ -8,6 +8,16 @@
 // into a Spec with explicit values, and the Spec is either Run in the
 // foreground (bounded by its timeout) or Started in the background (a task,
 // read incrementally with Read and stopped with Kill).
+//
+// Every Spec carries a sandbox Level. An executor that can confine commands
+// implements Confiner so the layers above can offer and explain the levels;
+// a level it cannot build is refused with an error wrapping ErrSandbox, never
+// run unconfined.
+//
+// Executors are built from a Spawner under the shared task engine
+// (executor/engine); executor/executortest holds the contracts every
+// executor must pass and executor/executorfake an in-memory fake for the
+// layers above.
 package executor
 
 import (
@@ -84,6 +94,9 @@ type Request struct {
 	Timeout time.Duration
 	// Owner is the calling session's token; empty for non-session callers.
 	Owner string
+	// Level is the sandbox level asked for; empty means the executor's
+	// configured default (see Confiner.DefaultLevel).
+	Level Level
 	// Stdin and Env are for internal callers (hooks); the bash tool never
 	// sets them from model arguments.
 	Stdin []byte
@@ -96,8 +109,14 @@ type Spec struct {
 	Workdir string        // absolute
 	Timeout time.Duration // > 0; ignored by Start
 	Owner   string
-	Stdin   []byte
-	Env     map[string]string
+	// Level is the sandbox level the command runs at. Resolve always sets
+	// it; an empty Level given to Run or Start means the default.
+	Level Level
+	// Workspace is the absolute directory whose subtree a workspace level
+	// makes writable: the session cwd (Request.SessionCwd), else Workdir.
+	Workspace string
+	Stdin     []byte
+	Env       map[string]string
 }
 
 // Stream names where a chunk of output came from.
@@ -133,12 +152,22 @@ type Result struct {
 	TimedOut bool
 	// Dropped counts bytes produced but not kept in Stdout/Stderr/Combined.
 	Dropped int64
+	// LimitHit names a process limit the command ran into ("pids": it
+	// tried to create more processes than its limit allows), or "". The
+	// command kept running (forks failed with EAGAIN); the tool layer may
+	// print it as a marker.
+	LimitHit string
 	// SpillPath names a file holding the complete output (both streams,
 	// interleaved) when one exists and is complete; "" otherwise. An
 	// executor spills at least whenever it dropped output, and may spill
 	// earlier (so a caller that cuts the text further can name the file).
 	SpillPath string
-	Duration  time.Duration
+	// SpillError says why the complete output could not be saved ("no
+	// space left on device") when the executor meant to spill it and a
+	// file could not be created or written; SpillPath is "" then. It is ""
+	// when nothing failed (a spill past the size cap is not a failure).
+	SpillError string
+	Duration   time.Duration
 }
 
 // Truncated reports whether output was dropped from the in-memory capture.
@@ -180,6 +209,11 @@ type ReadResult struct {
 	// available (always, while it stays complete, once the output outgrew
 	// the executor's spill threshold); "" means unavailable.
 	SpillPath string
+	// SpillError is as for Result: why the complete output could not be
+	// saved, or "".
+	SpillError string
+	// LimitHit is as for Result, set once Status is not Running.
+	LimitHit string
 }
 
 // KillResult is what Kill returns.
@@ -210,6 +244,10 @@ var (
 	ErrWorkdir = errors.New("invalid working directory")
 	// ErrClosed is returned after Shutdown.
 	ErrClosed = errors.New("executor is shut down")
+	// ErrSandbox is wrapped when a command cannot run at its sandbox level
+	// (no sandbox here, bubblewrap missing or refused, an unknown level).
+	// The command did not run; the error text says why.
+	ErrSandbox = errors.New("sandbox unavailable")
 )
 
 // OwnerError is the error for a task the caller may not access. Its text is

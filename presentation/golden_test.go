@@ -4,17 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/executorfake"
 	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -40,44 +41,22 @@ type scriptedExec struct {
 	killErr error
 }
 
-func (s *scriptedExec) Resolve(req executor.Request) (executor.Spec, error) {
-	wd := req.Workdir
-	if !filepath.IsAbs(wd) {
-		wd = filepath.Join(req.SessionCwd, wd)
-	}
-	timeout := req.Timeout
-	if timeout == 0 {
-		timeout = 120 * time.Second
-	}
-	return executor.Spec{Command: req.Command, Workdir: wd, Timeout: min(timeout, 600*time.Second), Owner: req.Owner}, nil
+// fake is the shared fake executor answering as the script says.
+func (s *scriptedExec) fake() *executorfake.Executor {
+	f := executorfake.New()
+	f.Chunks, f.Result, f.RunErr = s.chunks, s.result, s.runErr
+	f.StartFunc = func(executor.Spec) (string, error) { return s.startID, nil }
+	f.ReadFunc = func(string, string) (executor.ReadResult, error) { return s.readRes, s.readErr }
+	f.KillFunc = func(string, string) (executor.KillResult, error) { return s.killRes, s.killErr }
+	return f
 }
 
-func (s *scriptedExec) Run(_ context.Context, _ executor.Spec, observe func(executor.Chunk)) (executor.Result, error) {
-	for _, c := range s.chunks {
-		observe(c)
-	}
-	return s.result, s.runErr
-}
-
-func (s *scriptedExec) Start(executor.Spec) (string, error) { return s.startID, nil }
-func (s *scriptedExec) Read(string, string) (executor.ReadResult, error) {
-	return s.readRes, s.readErr
-}
-func (s *scriptedExec) Kill(context.Context, string, string) (executor.KillResult, error) {
-	return s.killRes, s.killErr
-}
-func (s *scriptedExec) KillOwned(context.Context, string)         {}
-func (s *scriptedExec) OwnerOf(string) (string, bool)             { return "", false }
-func (s *scriptedExec) OnTaskDone(func(executor.TaskDone)) func() { return func() {} }
-func (s *scriptedExec) Shutdown(context.Context) error            { return nil }
 func out(stream executor.Stream, data string) executor.Chunk {
 	return executor.Chunk{Stream: stream, Data: []byte(data)}
 }
 func stdout(data string) executor.Chunk                    { return out(executor.Stdout, data) }
 func stderr(data string) executor.Chunk                    { return out(executor.Stderr, data) }
 func withDropped(c executor.Chunk, n int64) executor.Chunk { c.Dropped = n; return c }
-
-var _ executor.Executor = (*scriptedExec)(nil)
 
 // scenario is one tool call: run for real over a scripted executor, or (for
 // calls that never run) a recorded result.
@@ -173,9 +152,47 @@ func scenarios() []scenario {
 			ex:   &scriptedExec{},
 		},
 		{
+			name: "foreground_spawn_failure", tool: "bash",
+			args: `{"command":"make","description":"Build"}`,
+			ex:   &scriptedExec{runErr: errors.New("fork/exec /bin/bash: resource temporarily unavailable")},
+		},
+		{
 			name: "declined", tool: "bash",
 			args: `{"command":"rm -rf build","description":"Remove the build directory"}`,
-			res:  &event.Result{Text: "The user rejected this command.", IsError: true, Declined: "rejected by the user"},
+			res: &event.Result{Text: "The user declined to run this command. Do not retry it; ask the user how to proceed.",
+				IsError: true, Declined: "declined by the user"},
+		},
+		{
+			name: "denied_read_only", tool: "bash",
+			args: `{"command":"touch notes.txt","description":"Create the notes file"}`,
+			res: &event.Result{Text: "Not run: denied in read-only mode, which runs only read-only commands: touch notes.txt: touch is not on the read-only list (permission mode \"read-only\"). Do not retry it in another form; ask the user if it is needed.",
+				IsError: true, Declined: "denied in read-only mode, which runs only read-only commands: touch notes.txt: touch is not on the read-only list"},
+		},
+		{
+			// As the loop records a call the user's cancel interrupted:
+			// the run's own result, marked (agent.cancelledResult).
+			name: "cancelled_running", tool: "bash",
+			args: `{"command":"npm test","description":"Run the tests"}`,
+			res: func() *event.Result {
+				r := tools.WithOutcome(event.Result{
+					Text:       "started\n[killed by signal: SIGTERM]\n[cancelled: the user stopped the turn while this call ran]",
+					IsError:    true,
+					CardOutput: "started\n",
+				}, tools.Outcome{Signal: "SIGTERM", TimeoutMs: 120000})
+				return &r
+			}(),
+		},
+		{
+			name: "cancelled_before", tool: "bash",
+			args: `{"command":"npm test","description":"Run the tests"}`,
+			res:  &event.Result{Text: "cancelled: the user stopped the turn before this call ran", IsError: true},
+		},
+		{
+			// As the settler closes a call a crash interrupted
+			// (replay.InterruptedText).
+			name: "interrupted", tool: "bash",
+			args: `{"command":"npm test","description":"Run the tests"}`,
+			res:  &event.Result{Text: "interrupted: the daemon stopped while this command ran", IsError: true},
 		},
 		{
 			name: "background_start", tool: "bash",
@@ -237,7 +254,7 @@ func play(t *testing.T, sc scenario) golden {
 	if ex == nil {
 		ex = &scriptedExec{}
 	}
-	set := tools.NewBash(ex, sc.cfg)
+	set := tools.NewBash(ex.fake(), sc.cfg)
 	g := golden{Tool: sc.tool, Args: sc.args}
 	if sc.res != nil {
 		g.Result = *sc.res

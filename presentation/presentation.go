@@ -106,8 +106,9 @@ func CardOutput(callID, data string, caps Caps) (u acp.SessionUpdate, ok bool) {
 // and on replay alike. Its content
 // keeps the terminal; a generic result (an error, a declined call) adds its
 // text after it. Without the capability, a terminal result's content is the
-// description and the output in a fenced console block. A generic result
-// keeps the opening content and adds its Content blocks.
+// description and the output in a fenced console block, ended by the
+// reason line when there is one. A generic result keeps the opening content
+// and adds its Content blocks.
 func CloseCard(callID string, opened tools.CallIntent, res tools.ResultIntent, caps Caps, streamed bool) []acp.SessionUpdate {
 	status := acp.ToolCallStatusCompleted
 	if res.Failed {
@@ -141,7 +142,8 @@ func CloseCard(callID string, opened tools.CallIntent, res tools.ResultIntent, c
 		}
 	case res.Card == tools.CardTerminal:
 		final.Content = openContent(opened)
-		if out := strings.TrimRight(tools.CleanTerminalText(res.Output), "\n"); out != "" {
+		out := tools.CleanTerminalText(res.Output)
+		if out = strings.TrimRight(out+reasonLine(out, res.Reason), "\n"); out != "" {
 			final.Content = append(final.Content, textBlocks(tools.Fence("console", out))...)
 		}
 	case len(res.Content) > 0:

@@ -6,6 +6,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
@@ -211,3 +212,32 @@ func TestPermissionToolCall(t *testing.T) {
 }
 
 func intp(n int) *int { return &n }
+
+// A call the user is about to be asked about opens pending, and the
+// question's tool call sends nothing itself: the card never claims to run
+// before the answer.
+func TestPresenterOpensAskedCallPending(t *testing.T) {
+	var sent []acp.SessionUpdate
+	p := presentation.NewPresenter(presentation.PresenterOptions{
+		Send:  func(u acp.SessionUpdate) { sent = append(sent, u) },
+		Cards: tools.NewBash(nil, tools.Config{}),
+		Caps:  presentation.Caps{Terminal: true},
+		Cwd:   "/w",
+	})
+	p.Emit(event.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"rm x","description":"Remove x"}`), Pending: true})
+	q := p.Asking("c1")
+	if len(sent) != 1 || sent[0].ToolCall == nil || sent[0].ToolCall.Status != acp.ToolCallStatusPending {
+		t.Fatalf("sent %+v, want one tool_call opening pending", sent)
+	}
+	if q.Status == nil || *q.Status != acp.ToolCallStatusPending || q.Title == nil || *q.Title != "rm x" {
+		t.Errorf("question's tool call %+v", q)
+	}
+	p.Allowed("c1")
+	if len(sent) != 2 || sent[1].ToolCallUpdate == nil || *sent[1].ToolCallUpdate.Status != acp.ToolCallStatusInProgress {
+		t.Errorf("allowed: %+v", sent)
+	}
+	p.Emit(event.ToolCall{ID: "c2", Name: "bash", Args: json.RawMessage(`{"command":"ls","description":"List"}`)})
+	if st := sent[len(sent)-1].ToolCall.Status; st != acp.ToolCallStatusInProgress {
+		t.Errorf("an unasked call opens %q", st)
+	}
+}

@@ -2,6 +2,7 @@ package presentation
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -129,18 +130,51 @@ func (p *Presenter) Emit(ev event.Event) {
 		}
 	case event.ToolResult:
 		p.closeCard(e)
+	case event.Usage:
+		p.opt.Send(UsageUpdate(e.Used, e.Size, e.Cost, e.Currency))
+	case event.Compaction:
+		p.opt.Send(acp.UpdateAgentMessageText(e.Note))
+	case event.Command:
+		if p.opt.Replay {
+			p.opt.Send(acp.UpdateUserMessageText(e.Text))
+		}
+	case event.Info:
+		p.opt.Send(acp.UpdateAgentMessageText(e.Text))
+	case event.Instructions:
+		p.opt.Send(acp.UpdateAgentThoughtText(InstructionsText(e)))
 	}
 }
 
-// Asking marks the open call id as waiting for the user's answer (status
-// pending) and returns the tool call to show in the permission question:
-// the same title, kind and input as its card.
+// UsageUpdate is the usage_update of used tokens in a window of size, with
+// the session's cost when a price is configured (currency set).
+func UsageUpdate(used, size int, cost float64, currency string) acp.SessionUpdate {
+	u := &acp.SessionUsageUpdate{Used: min(used, size), Size: size}
+	if currency != "" {
+		u.Cost = &acp.Cost{Amount: cost, Currency: currency}
+	}
+	return acp.SessionUpdate{UsageUpdate: u}
+}
+
+// InstructionsText is the thought that says which project instructions
+// the session reads.
+func InstructionsText(e event.Instructions) string {
+	if len(e.Files) == 0 {
+		return "No project instructions any more (no AGENTS.md is left).\n\n"
+	}
+	cut := ""
+	if e.Cut {
+		cut = ", cut to fit"
+	}
+	return fmt.Sprintf("Reading the project instructions in %s (%d bytes%s).\n\n", strings.Join(e.Files, " and "), e.Bytes, cut)
+}
+
+// Asking returns the tool call to show in the permission question about
+// the open call id (its card opened pending: see event.ToolCall.Pending):
+// the same title, kind and input as its card, status pending.
 func (p *Presenter) Asking(id string) acp.ToolCallUpdate {
 	p.mu.Lock()
 	intent := p.cards[id].intent
 	p.mu.Unlock()
-	pending := acp.ToolCallStatusPending
-	p.opt.Send(acp.SessionUpdate{ToolCallUpdate: &acp.SessionToolCallUpdate{ToolCallId: acp.ToolCallId(id), Status: &pending}})
 	return PermissionToolCall(id, intent, p.opt.Caps)
 }
 
@@ -152,7 +186,11 @@ func (p *Presenter) Allowed(id string) {
 
 func (p *Presenter) openCard(e event.ToolCall) {
 	card := openCard{intent: p.opt.Cards.PresentCall(e.Name, e.Args)}
-	p.opt.Send(OpenCard(e.ID, card.intent, p.opt.Cwd, p.opt.Caps))
+	open := OpenCard(e.ID, card.intent, p.opt.Cwd, p.opt.Caps)
+	if e.Pending {
+		open.ToolCall.Status = acp.ToolCallStatusPending
+	}
+	p.opt.Send(open)
 	if !p.opt.Replay && card.intent.Card == tools.CardTerminal && p.opt.Caps.Terminal {
 		card.stream = newCardStream(p.opt.Flush, func(data string) {
 			if u, ok := CardOutput(e.ID, data, p.opt.Caps); ok {
@@ -227,7 +265,13 @@ func (s *cardStream) append(data string) {
 	case s.timer == nil:
 		gen := s.gen
 		s.due = s.last.Add(s.policy.Interval)
-		s.timer = time.AfterFunc(s.due.Sub(now), func() { s.flush(gen) })
+		s.timer = time.AfterFunc(s.due.Sub(now), func() {
+			// A panic in write on the timer's goroutine drops that flush
+			// instead of ending the daemon (on the appending goroutine,
+			// the agent's output sink contains it).
+			defer func() { _ = recover() }()
+			s.flush(gen)
+		})
 	case !now.Before(s.due):
 		flushNow = true // the trailing flush is due and its timer has not run
 	}

@@ -16,12 +16,21 @@
 //	session          id, cwd, created, daemonVersion (always the first record)
 //	user_prompt      text
 //	assistant        text, reasoning, toolCalls [{id, name, args|argsText|argsBytes}]
-//	tool_call        id, name, args|argsText|argsBytes, direct
+//	tool_call        id, name, args|argsText|argsBytes, direct, pending
 //	tool_result      id, name, args|argsText|argsBytes, result (a tools.Result)
 //	notice           text
 //	error            text
 //	turn_end         stopReason
 //	state            key, value (any JSON; the latest value per key wins)
+//	usage            usage {model, used, size, prompt, completion, …} (an event.Usage)
+//	compaction       compaction {reason, elideBefore, summaryBefore, summary, …} (an event.Compaction)
+//	command          text (a slash command the daemon handled)
+//	info             text (the daemon's message for the user)
+//	instructions     instructions {files, bytes, cut, digest} (an event.Instructions)
+//
+// The last five are additions to version 2, not a new version: a reader
+// from before them skips them with an "unknown record type" warning and
+// replays the rest.
 //
 // Tool-call arguments are kept exactly as the model sent them: as a JSON
 // value under "args" when they are valid compact JSON, as a string under

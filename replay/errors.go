@@ -12,8 +12,8 @@ var (
 	ErrBadID = errors.New("invalid session id")
 
 	// ErrUnsafe is returned when the sessions directory or a journal file
-	// is not safe to use: a symlink, not a directory or regular file, or
-	// owned by another user.
+	// is not safe to use: a symlink, not a directory or regular file,
+	// owned by another user, or (the directory) writable by others.
 	ErrUnsafe = errors.New("unsafe session storage")
 
 	// ErrNoHeader is returned when a journal holds no session header and
@@ -22,6 +22,12 @@ var (
 
 	// ErrClosed is returned by a Journal's methods after Close.
 	ErrClosed = errors.New("session journal is closed")
+	// ErrKept is wrapped by an Append whose write failed: the record is
+	// kept in memory and written, in order, by the next Append or Close.
+	ErrKept = errors.New("the record is kept until the disk takes it")
+	// ErrBacklogFull is returned when MaxBacklog bytes of records already
+	// wait: the record is refused.
+	ErrBacklogFull = errors.New("too many records wait to be written; this one is dropped")
 
 	// ErrTooLarge is returned by Append for a record longer than MaxLine.
 	ErrTooLarge = errors.New("journal record too large")

@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-acp/dsh-acp/internal/privdir"
 )
 
 // lockFile takes flock(LOCK_EX|LOCK_NB) on f: ErrLocked when another open
@@ -43,13 +44,4 @@ func lockFile(f *os.File) error {
 
 // checkOwner fails with ErrUnsafe unless fi belongs to this process's
 // effective user.
-func checkOwner(fi fs.FileInfo) error {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fmt.Errorf("%w: %s: cannot read its owner", ErrUnsafe, fi.Name())
-	}
-	if uid := os.Geteuid(); int(st.Uid) != uid {
-		return fmt.Errorf("%w: %s is owned by uid %d, not %d", ErrUnsafe, fi.Name(), st.Uid, uid)
-	}
-	return nil
-}
+func checkOwner(fi fs.FileInfo) error { return asUnsafe(privdir.CheckOwner(fi)) }

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,9 +25,14 @@ type Journal struct {
 	size     int64 // bytes in the file: all whole lines
 	seq      uint64
 	repaired int64
-	broken   error // set when a failed write could not be undone
-	syncErr  error // the last background fsync's failure, reported once
-	closed   bool
+	// backlog holds records whose write failed (a full disk), in order;
+	// each Append first retries them. backlogBytes is their size.
+	backlog      [][]byte
+	backlogBytes int
+	dropped      int   // records refused because the backlog was full
+	broken       error // set when a failed write could not be undone
+	syncErr      error // the last background fsync's failure, reported once
+	closed       bool
 
 	// A TurnEnd asks the syncer goroutine for an fsync, so durability at
 	// turn boundaries never sits on the response path.
@@ -87,9 +93,12 @@ func (j *Journal) Repaired() int64 { return j.repaired }
 // the next Append or Close. Other records are not synced (see Sync). Card output beyond MaxCardOutput is cut to
 // its tail. A record longer than MaxLine fails with ErrTooLarge.
 //
-// When a write fails, the partial record is cut away and the error
-// returned; the journal stays usable. If the cut fails too, every later
-// call fails with that error.
+// When a write fails (a full disk), the partial record is cut away, the
+// record is kept in memory and the error (errors.Is ErrKept) returned; the
+// next Append (and Close) first writes the kept records, in order, so
+// nothing is lost once the disk has room again. At most MaxBacklog bytes
+// are kept; past that, records are refused with ErrBacklogFull. If a cut
+// fails, every later call fails with that error.
 func (j *Journal) Append(ev event.Event) error {
 	var r wireRecord
 	ok, err := fromEvent(ev, &r)
@@ -113,6 +122,11 @@ func (j *Journal) AppendState(key string, value any) error {
 	return j.write(&wireRecord{Type: typeState, Key: key, Value: b}, false)
 }
 
+// MaxBacklog bounds the records a journal keeps in memory while its writes
+// fail: past it, new records are refused (and counted) until the disk
+// takes the backlog.
+const MaxBacklog = 64 << 20
+
 func (j *Journal) write(r *wireRecord, sync bool) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -127,17 +141,21 @@ func (j *Journal) write(r *wireRecord, sync bool) error {
 	if err != nil {
 		return fmt.Errorf("append to journal %s: %w", j.id, err)
 	}
-	n, err := j.f.Write(line)
-	if err != nil {
-		if n > 0 {
-			if terr := j.f.Truncate(j.size); terr != nil {
-				j.broken = fmt.Errorf("journal %s holds a partial record: %w", j.id, errors.Join(err, terr))
-			}
+	if len(j.backlog) > 0 {
+		if j.backlogBytes+len(line) > MaxBacklog {
+			j.dropped++
+			return fmt.Errorf("append to journal %s: %w (%d records wait; %d refused)", j.id, ErrBacklogFull, len(j.backlog), j.dropped)
 		}
-		return fmt.Errorf("append to journal %s: %w", j.id, err)
+		j.keep(line)
+		if err := j.flushBacklog(); err != nil {
+			return err
+		}
+	} else if err := j.writeLine(line); err != nil {
+		j.keep(line)
+		return fmt.Errorf("append to journal %s: %w (%w)", j.id, ErrKept, err)
+	} else {
+		j.seq++
 	}
-	j.size += int64(n)
-	j.seq++
 	if sync {
 		select {
 		case j.syncReq <- struct{}{}:
@@ -145,6 +163,52 @@ func (j *Journal) write(r *wireRecord, sync bool) error {
 		}
 	}
 	return nil
+}
+
+// keep queues a copy of line (the encoder reuses its buffer) and takes its
+// sequence number, so later records follow it.
+func (j *Journal) keep(line []byte) {
+	j.backlog = append(j.backlog, bytes.Clone(line))
+	j.backlogBytes += len(line)
+	j.seq++
+}
+
+// writeLine writes one whole line. A partial write is cut away; when the
+// cut fails too, the journal is broken for good.
+func (j *Journal) writeLine(line []byte) error {
+	n, err := j.f.Write(line)
+	if err != nil {
+		if n > 0 {
+			if terr := j.f.Truncate(j.size); terr != nil {
+				j.broken = fmt.Errorf("journal %s holds a partial record: %w", j.id, errors.Join(err, terr))
+			}
+		}
+		return err
+	}
+	j.size += int64(n)
+	return nil
+}
+
+// flushBacklog writes the kept records in order until one fails.
+func (j *Journal) flushBacklog() error {
+	for len(j.backlog) > 0 {
+		line := j.backlog[0]
+		if err := j.writeLine(line); err != nil {
+			return fmt.Errorf("append to journal %s: %w (%d records wait: %w)", j.id, ErrKept, len(j.backlog), err)
+		}
+		j.backlog[0] = nil
+		j.backlog = j.backlog[1:]
+		j.backlogBytes -= len(line)
+	}
+	j.backlog = nil
+	return nil
+}
+
+// Backlog is how many records wait to be written because writes failed.
+func (j *Journal) Backlog() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.backlog)
 }
 
 // usable reports why the journal cannot be written, including (once) a
@@ -181,6 +245,12 @@ func (j *Journal) Close() error {
 	if j.closed {
 		return nil
 	}
+	var lost error
+	if len(j.backlog) > 0 {
+		if err := j.flushBacklog(); err != nil {
+			lost = fmt.Errorf("%d records could not be written: %w", len(j.backlog), err)
+		}
+	}
 	j.closed = true
 	close(j.syncReq)
 	j.mu.Unlock()
@@ -188,7 +258,7 @@ func (j *Journal) Close() error {
 	j.mu.Lock()
 	serr := errors.Join(j.syncErr, j.f.Sync())
 	cerr := j.f.Close()
-	if err := errors.Join(serr, cerr); err != nil {
+	if err := errors.Join(lost, serr, cerr); err != nil {
 		return fmt.Errorf("close journal %s: %w", j.id, err)
 	}
 	return nil

@@ -37,10 +37,17 @@ const (
 	typeToolCall   = "tool_call"
 	typeToolResult = "tool_result"
 	typeDecision   = "decision"
+	typeOutput     = "output"
 	typeNotice     = "notice"
 	typeError      = "error"
 	typeTurnEnd    = "turn_end"
 	typeState      = "state"
+
+	typeUsage        = "usage"
+	typeCompaction   = "compaction"
+	typeCommand      = "command"
+	typeInfo         = "info"
+	typeInstructions = "instructions"
 )
 
 // Header is a session's first record.
@@ -102,8 +109,9 @@ type wireRecord struct {
 
 	Name string `json:"name,omitempty"`
 	wireArgs
-	Direct bool        `json:"direct,omitempty"`
-	Result *wireResult `json:"result,omitempty"`
+	Direct  bool        `json:"direct,omitempty"`
+	Pending bool        `json:"pending,omitempty"`
+	Result  *wireResult `json:"result,omitempty"`
 
 	Subject string `json:"subject,omitempty"`
 	Verdict string `json:"verdict,omitempty"`
@@ -114,6 +122,10 @@ type wireRecord struct {
 
 	Key   string          `json:"key,omitempty"`
 	Value json.RawMessage `json:"value,omitempty"`
+
+	Usage        *event.Usage        `json:"usage,omitempty"`
+	Compaction   *event.Compaction   `json:"compaction,omitempty"`
+	Instructions *event.Instructions `json:"instructions,omitempty"`
 }
 
 func encodeArgs(raw json.RawMessage) wireArgs {
@@ -167,9 +179,11 @@ func fromEvent(ev event.Event, r *wireRecord) (bool, error) {
 			}
 		}
 	case event.ToolCall:
-		r.Type, r.ID, r.Name, r.wireArgs, r.Direct = typeToolCall, e.ID, e.Name, encodeArgs(e.Args), e.Direct
+		r.Type, r.ID, r.Name, r.wireArgs, r.Direct, r.Pending = typeToolCall, e.ID, e.Name, encodeArgs(e.Args), e.Direct, e.Pending
 	case event.ToolResult:
 		r.Type, r.ID, r.Name, r.wireArgs, r.Result = typeToolResult, e.ID, e.Name, encodeArgs(e.Args), encodeResult(e.Result)
+	case event.OutputCheckpoint:
+		r.Type, r.ID, r.Text = typeOutput, e.ID, e.Data
 	case event.Decision:
 		r.Type, r.ID, r.Subject, r.Verdict, r.Outcome, r.Reason = typeDecision, e.ID, e.Subject, e.Verdict, e.Outcome, e.Reason
 	case event.Notice:
@@ -178,6 +192,16 @@ func fromEvent(ev event.Event, r *wireRecord) (bool, error) {
 		r.Type, r.Text = typeError, e.Text
 	case event.TurnEnd:
 		r.Type, r.StopReason = typeTurnEnd, e.StopReason
+	case event.Usage:
+		r.Type, r.Usage = typeUsage, &e
+	case event.Compaction:
+		r.Type, r.Compaction = typeCompaction, &e
+	case event.Command:
+		r.Type, r.Text = typeCommand, e.Text
+	case event.Info:
+		r.Type, r.Text = typeInfo, e.Text
+	case event.Instructions:
+		r.Type, r.Instructions = typeInstructions, &e
 	case event.TextDelta, event.ThoughtDelta, event.ToolOutput:
 		return false, nil
 	default:
@@ -202,13 +226,15 @@ func (r *wireRecord) toEvent() (ev event.Event, ok bool) {
 		}
 		return m, true
 	case typeToolCall:
-		return event.ToolCall{ID: r.ID, Name: r.Name, Args: r.raw(), Direct: r.Direct}, true
+		return event.ToolCall{ID: r.ID, Name: r.Name, Args: r.raw(), Direct: r.Direct, Pending: r.Pending}, true
 	case typeToolResult:
 		var res event.Result
 		if r.Result != nil {
 			res = r.Result.decode(r.V)
 		}
 		return event.ToolResult{ID: r.ID, Name: r.Name, Args: r.raw(), Result: res}, true
+	case typeOutput:
+		return event.OutputCheckpoint{ID: r.ID, Data: r.Text}, true
 	case typeDecision:
 		return event.Decision{ID: r.ID, Subject: r.Subject, Verdict: r.Verdict, Outcome: r.Outcome, Reason: r.Reason}, true
 	case typeNotice:
@@ -217,6 +243,22 @@ func (r *wireRecord) toEvent() (ev event.Event, ok bool) {
 		return event.ErrorMessage{Text: r.Text}, true
 	case typeTurnEnd:
 		return event.TurnEnd{StopReason: r.StopReason}, true
+	case typeUsage:
+		if r.Usage != nil {
+			return *r.Usage, true
+		}
+	case typeCompaction:
+		if r.Compaction != nil {
+			return *r.Compaction, true
+		}
+	case typeCommand:
+		return event.Command{Text: r.Text}, true
+	case typeInfo:
+		return event.Info{Text: r.Text}, true
+	case typeInstructions:
+		if r.Instructions != nil {
+			return *r.Instructions, true
+		}
 	}
 	return nil, false
 }

@@ -40,11 +40,22 @@ func TestRoundTrip(t *testing.T) {
 		{"tool call html and separators", event.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage("{\"c\":\"a<b && c>d \u2028\u2029 \\u003c é\"}")}, `"args":{"c":"a<b && c>d`},
 		{"tool call invalid utf-8", event.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage("{\"c\":\"\xff\xfe\"}")}, `"argsBytes":"eyJjIjoi//4ifQ=="`},
 		{"direct call", event.ToolCall{ID: "d1", Name: "bash", Args: json.RawMessage(`{"command":"make"}`), Direct: true}, `"direct":true`},
+		{"asked call", event.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"make"}`), Pending: true}, `"pending":true`},
 		{"tool result every field", event.ToolResult{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"x"`), Result: full}, `"argsText":"{\"command\":\"x\""`},
 		{"tool result exit 0", event.ToolResult{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"true"}`), Result: tools.WithOutcome(event.Result{Text: ""}, tools.Outcome{ExitCode: intp(0)})}, `"result":{"text":"","payload":{"exitCode":0}}`},
 		{"notice", event.Notice{Text: "task bash-1 completed"}, `"type":"notice","text":"task bash-1 completed"`},
 		{"error", event.ErrorMessage{Text: "provider: 401"}, `"type":"error","text":"provider: 401"`},
 		{"turn end", event.TurnEnd{StopReason: event.Cancelled}, `"type":"turn_end","stopReason":"cancelled"`},
+		{"usage", event.Usage{Model: "m", Used: 1200, Size: 8000, Prompt: 1000, Completion: 200, Cached: 800, Reasoning: 50, Known: true, RequestSize: 3900, Cost: 0.25, Currency: "USD"},
+			`"type":"usage","usage":{"model":"m","used":1200,"size":8000,"prompt":1000,"completion":200,"cached":800,"reasoning":50,"known":true,"requestSize":3900,"cost":0.25,"currency":"USD"}`},
+		{"usage estimated", event.Usage{Used: 10, Size: 100, Estimated: true}, `"usage":{"used":10,"size":100,"estimated":true}`},
+		{"compaction", event.Compaction{Reason: event.CompactTooLong, Model: "m", ElideBefore: 12, Elided: 4, SummaryBefore: 9, Summary: "we did <x>", Turns: 3,
+			Dropped: true, SummaryError: "HTTP 500", Before: 900, After: 200, Size: 1000, RequestTokens: 1100, RequestSize: 4000, ProviderWindow: 1000},
+			`"type":"compaction","compaction":{"reason":"too_long","model":"m","elideBefore":12,"elided":4,"summaryBefore":9,"summary":"we did <x>","turns":3,"dropped":true,`},
+		{"command", event.Command{Text: "/model m2"}, `"type":"command","text":"/model m2"`},
+		{"info", event.Info{Text: "model: m2"}, `"type":"info","text":"model: m2"`},
+		{"instructions", event.Instructions{Files: []string{"/r/AGENTS.md", "/r/sub/AGENTS.md"}, Bytes: 120, Cut: true, Digest: "ab12"},
+			`"type":"instructions","instructions":{"files":["/r/AGENTS.md","/r/sub/AGENTS.md"],"bytes":120,"cut":true,"digest":"ab12"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -30,10 +30,13 @@ const (
 //
 // For each call still open when the next UserPrompt or TurnEnd arrives, or
 // when Close is called, it emits a synthetic ToolResult (IsError, no exit
-// code) just before that event: InterruptedText for a call that started
-// (a ToolCall was recorded), or a synthetic ToolCall followed by a result
-// with NotStartedText for a call the model asked for in an AssistantMessage
-// that never started (TurnEnded* texts when a TurnEnd closes the turn).
+// code, the call's checkpointed output as its card output) just before
+// that event: InterruptedText for a call that started (a ToolCall was
+// recorded, and for a pending one its Decision), NotStartedText for a
+// pending call still waiting for the user's answer, and a synthetic
+// ToolCall followed by a result with NotStartedText for a call the model
+// asked for in an AssistantMessage that never started (TurnEnded* texts
+// when a TurnEnd closes the turn).
 // A turn without a TurnEnd gets none added. Events are passed on as they
 // arrive: a Settler buffers nothing but the open calls.
 //
@@ -47,7 +50,9 @@ type Settler struct {
 
 type openCall struct {
 	event.CallInfo
-	started bool
+	opened  bool   // its card is open (a ToolCall was recorded)
+	started bool   // it may have run: opened, and not waiting for the user
+	output  []byte // checkpointed card output, shown by a synthetic result
 }
 
 // NewSettler returns a Settler that passes events to emit.
@@ -74,11 +79,21 @@ func (s *Settler) Push(ev event.Event) error {
 			}
 		}
 	case event.ToolCall:
-		info := event.CallInfo{ID: e.ID, Name: e.Name, Args: e.Args}
+		// A pending call waits for the user: it starts, if at all, after
+		// its Decision.
+		c := openCall{CallInfo: event.CallInfo{ID: e.ID, Name: e.Name, Args: e.Args}, opened: true, started: !e.Pending}
 		if i := s.find(e.ID); i >= 0 {
-			s.open[i] = openCall{CallInfo: info, started: true}
+			s.open[i] = c
 		} else {
-			s.open = append(s.open, openCall{CallInfo: info, started: true})
+			s.open = append(s.open, c)
+		}
+	case event.Decision:
+		if i := s.find(e.ID); i >= 0 && s.open[i].opened {
+			s.open[i].started = true
+		}
+	case event.OutputCheckpoint:
+		if i := s.find(e.ID); i >= 0 && len(s.open[i].output)+len(e.Data) <= event.MaxCardOutput {
+			s.open[i].output = append(s.open[i].output, e.Data...)
 		}
 	case event.ToolResult:
 		if i := s.find(e.ID); i >= 0 {
@@ -134,11 +149,14 @@ func (s *Settler) flush(startedText, notStartedText string) error {
 		text := startedText
 		if !c.started {
 			text = notStartedText
+		}
+		if !c.opened {
 			if err := s.emit(event.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args}); err != nil {
 				return err
 			}
 		}
-		res := event.ToolResult{ID: c.ID, Name: c.Name, Args: c.Args, Result: event.Result{Text: text, IsError: true}}
+		res := event.ToolResult{ID: c.ID, Name: c.Name, Args: c.Args,
+			Result: event.Result{Text: text, IsError: true, CardOutput: string(c.output)}}
 		if err := s.emit(res); err != nil {
 			return err
 		}

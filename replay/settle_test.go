@@ -23,6 +23,8 @@ func TestSettle(t *testing.T) {
 	prompt1, prompt2 := event.UserPrompt{Text: "one"}, event.UserPrompt{Text: "two"}
 	end := event.TurnEnd{StopReason: event.EndTurn}
 	cancelled := event.TurnEnd{StopReason: event.Cancelled}
+	pending := event.ToolCall{ID: "c1", Name: "bash", Args: args, Pending: true}
+	allowed := event.Decision{ID: "c1", Subject: "sleep 100", Verdict: event.VerdictAsk, Outcome: "allow_once"}
 
 	tests := []struct {
 		name    string
@@ -43,6 +45,12 @@ func TestSettle(t *testing.T) {
 		{"started and unstarted, both open",
 			[]event.Event{prompt1, asked, call},
 			[]event.Event{prompt1, asked, call, interrupted("c1", args, InterruptedText), event.ToolCall{ID: "c2", Name: "bash", Args: argsB}, interrupted("c2", argsB, NotStartedText)}},
+		{"a crash while the user was asked: it never ran",
+			[]event.Event{prompt1, pending},
+			[]event.Event{prompt1, pending, interrupted("c1", args, NotStartedText)}},
+		{"a crash after the user allowed it: it may have run",
+			[]event.Event{prompt1, pending, allowed},
+			[]event.Event{prompt1, pending, allowed, interrupted("c1", args, InterruptedText)}},
 		{"turn ended with an open call",
 			[]event.Event{prompt1, call, cancelled, prompt2},
 			[]event.Event{prompt1, call, interrupted("c1", args, TurnEndedText), cancelled, prompt2}},
@@ -110,5 +118,24 @@ func TestBackgroundTasks(t *testing.T) {
 	}
 	if got := s.RunningTasks(); !reflect.DeepEqual(got, []string{"bash-1"}) {
 		t.Errorf("RunningTasks = %q", got)
+	}
+}
+
+// A call the daemon died in gets its checkpointed output as its card
+// output, so the replayed card shows what the user had seen.
+func TestSettlerKeepsCheckpointedOutput(t *testing.T) {
+	got := Settle([]event.Event{
+		event.UserPrompt{Text: "!x"},
+		event.ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"x"}`)},
+		event.OutputCheckpoint{ID: "c1", Data: "one\n"},
+		event.OutputCheckpoint{ID: "other", Data: "not this call's\n"},
+		event.OutputCheckpoint{ID: "c1", Data: "two\n"},
+	})
+	res, ok := got[len(got)-1].(event.ToolResult)
+	if !ok {
+		t.Fatalf("last event %T, want the synthetic result", got[len(got)-1])
+	}
+	if res.Result.CardOutput != "one\ntwo\n" || res.Result.Text != InterruptedText {
+		t.Errorf("synthetic result %+v", res.Result)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/dsh-acp/dsh-acp/internal/privdir"
 )
 
 // Store is the directory of session journals, <stateDir>/sessions. Its
@@ -31,8 +33,8 @@ func WithClock(now func() time.Time) Option {
 
 // OpenStore opens (creating it 0700 when missing) the sessions directory
 // under stateDir. It refuses (ErrUnsafe) a sessions directory that is a
-// symlink, not a directory, or owned by another user, and repairs its mode
-// to 0700. stateDir itself is created 0700 when missing and otherwise used
+// symlink, not a directory, owned by another user or writable by its group
+// or others, and repairs any other mode to 0700. stateDir itself is created 0700 when missing and otherwise used
 // as it is.
 func OpenStore(stateDir string, opts ...Option) (*Store, error) {
 	if stateDir == "" {
@@ -54,41 +56,20 @@ func OpenStore(stateDir string, opts ...Option) (*Store, error) {
 }
 
 // openPrivateDir creates dir 0700 when missing, checks that it is a real
-// directory this user owns (the opened directory, not just the path),
-// repairs its mode, and opens it as a root.
+// directory this user owns (the opened directory, not just the path) that
+// no one else may write, repairs its mode (e.g. 0755) to 0700, and opens
+// it as a root.
 func openPrivateDir(dir string) (*os.Root, error) {
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, err
+	root, err := privdir.Open(dir, privdir.RefuseWritable)
+	return root, asUnsafe(err)
+}
+
+// asUnsafe wraps privdir's refusals in ErrUnsafe.
+func asUnsafe(err error) error {
+	if errors.Is(err, privdir.ErrUnsafe) {
+		return fmt.Errorf("%w: %w", ErrUnsafe, err)
 	}
-	lst, err := os.Lstat(dir)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case lst.Mode()&fs.ModeSymlink != 0:
-		return nil, fmt.Errorf("%w: %s is a symlink", ErrUnsafe, dir)
-	case !lst.IsDir():
-		return nil, fmt.Errorf("%w: %s is not a directory", ErrUnsafe, dir)
-	}
-	if err := checkOwner(lst); err != nil {
-		return nil, err
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	st, err := root.Stat(".")
-	if err == nil && !os.SameFile(lst, st) {
-		err = fmt.Errorf("%w: %s changed while it was opened", ErrUnsafe, dir)
-	}
-	if err == nil && st.Mode().Perm() != 0o700 {
-		err = root.Chmod(".", 0o700)
-	}
-	if err != nil {
-		root.Close()
-		return nil, err
-	}
-	return root, nil
+	return err
 }
 
 // Dir is the sessions directory.
@@ -216,30 +197,8 @@ func (s *Store) openAppend(id string) (*Journal, error) {
 // openChecked opens a journal file and checks that it is a regular file of
 // this user, the same file the name pointed at (no symlink).
 func (s *Store) openChecked(id string, flag int) (*os.File, fs.FileInfo, error) {
-	name := fileName(id)
-	lst, err := s.root.Lstat(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	if !lst.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("%w: %s is not a regular file", ErrUnsafe, name)
-	}
-	f, err := s.root.OpenFile(name, flag, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := f.Stat()
-	if err == nil && !os.SameFile(lst, st) {
-		err = fmt.Errorf("%w: %s changed while it was opened", ErrUnsafe, name)
-	}
-	if err == nil {
-		err = checkOwner(st)
-	}
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return f, st, nil
+	f, st, err := privdir.OpenFile(s.root, fileName(id), flag)
+	return f, st, asUnsafe(err)
 }
 
 // repairTail truncates f back to just after its last newline and reports

@@ -75,6 +75,22 @@ func TestHostileSessionsDir(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{"world-writable directory", func(t *testing.T, sessions string) {
+			if err := os.Mkdir(sessions, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(sessions, 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"group-writable directory", func(t *testing.T, sessions string) {
+			if err := os.Mkdir(sessions, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(sessions, 0o770); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{"another user's directory", func(t *testing.T, sessions string) {
 			if err := os.Mkdir(sessions, 0o700); err != nil {
 				t.Fatal(err)

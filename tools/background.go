@@ -49,10 +49,13 @@ func (t *bashOutput) Run(_ context.Context, call Call) event.Result {
 		var m []string
 		switch {
 		case rr.Lost > 0:
-			m = append(m, fmt.Sprintf("[output truncated: %d bytes lost; full output: %s]",
-				rr.Lost, orUnavailable(rr.SpillPath)))
+			m = append(m, fmt.Sprintf("[output truncated: %d bytes lost; %s]",
+				rr.Lost, fullOutput(rr.SpillPath, rr.SpillError)))
 		case cut:
-			m = append(m, truncationMarker(rr.SpillPath))
+			m = append(m, truncationMarker(rr.SpillPath, rr.SpillError))
+		}
+		if rr.LimitHit != "" && rr.Status != executor.Running {
+			m = append(m, limitMarker)
 		}
 		return append(m, "[status: "+status+"]")
 	}
@@ -62,7 +65,7 @@ func (t *bashOutput) Run(_ context.Context, call Call) event.Result {
 	text, cut := assemble(t.cfg.OutputLimit, body, "", markers)
 	r := result{
 		Result:  event.Result{Text: text},
-		Outcome: Outcome{Truncated: cut || rr.Lost > 0, SpillPath: rr.SpillPath},
+		Outcome: Outcome{Truncated: cut || rr.Lost > 0, SpillPath: rr.SpillPath, SpillError: rr.SpillError},
 	}
 	r.setTask(id, rr.Status.String())
 	setExit(&r, rr.Status, rr.ExitCode, rr.Signal)

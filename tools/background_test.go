@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/executorfake"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
@@ -56,6 +57,18 @@ func TestBashOutput(t *testing.T) {
 			status: "completed",
 		},
 		{
+			name:   "lost output that could not be saved",
+			rr:     executor.ReadResult{ID: "bash-3", Output: []byte("tail\n"), Status: executor.Running, Lost: 1, SpillError: "no space left on device"},
+			want:   "tail\n[output truncated: 1 bytes lost; the full output could not be saved: no space left on device]\n[status: running]",
+			status: "running",
+		},
+		{
+			name:   "finished at its process limit",
+			rr:     executor.ReadResult{ID: "bash-3", Status: executor.Completed, LimitHit: "pids"},
+			want:   "(no new output)\n[process limit reached: the command could not start more processes]\n[status: completed, exit code: 0]",
+			status: "completed",
+		},
+		{
 			name:   "model cap",
 			cfg:    tools.Config{OutputLimit: 100},
 			rr:     executor.ReadResult{ID: "bash-3", Output: []byte(strings.Repeat("y", 100) + "Z"), Status: executor.Running},
@@ -83,7 +96,8 @@ func TestBashOutput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ex := &fakeExec{readRes: tt.rr, readErr: tt.err}
+			ex := executorfake.New()
+			ex.ReadFunc = func(string, string) (executor.ReadResult, error) { return tt.rr, tt.err }
 			res := call(t, ex, tt.cfg, "bash_output", `{"task_id":"bash-3"}`, nil)
 			if res.Text != tt.want || res.IsError != tt.isError {
 				t.Errorf("got %q (IsError %v)\nwant %q (IsError %v)", res.Text, res.IsError, tt.want, tt.isError)
@@ -95,8 +109,8 @@ func TestBashOutput(t *testing.T) {
 			if status != tt.status {
 				t.Errorf("task status = %q, want %q", status, tt.status)
 			}
-			if len(ex.reads) != 1 || ex.reads[0] != [2]string{"bash-3", "sess-A"} {
-				t.Errorf("reads = %v, want one read of bash-3 by sess-A", ex.reads)
+			if reads := ex.Calls().Reads; len(reads) != 1 || reads[0] != (executorfake.Access{ID: "bash-3", Caller: "sess-A"}) {
+				t.Errorf("reads = %v, want one read of bash-3 by sess-A", reads)
 			}
 		})
 	}
@@ -141,20 +155,21 @@ func TestBashKill(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ex := &fakeExec{killRes: tt.kr, killErr: tt.err}
+			ex := executorfake.New()
+			ex.KillFunc = func(string, string) (executor.KillResult, error) { return tt.kr, tt.err }
 			res := call(t, ex, tools.Config{}, "bash_kill", `{"task_id":"bash-3","signal":"KILL"}`, nil)
 			if res.Text != tt.want || res.IsError != tt.isError {
 				t.Errorf("got %q (IsError %v)\nwant %q (IsError %v)", res.Text, res.IsError, tt.want, tt.isError)
 			}
-			if len(ex.kills) != 1 || ex.kills[0] != [2]string{"bash-3", "sess-A"} {
-				t.Errorf("kills = %v, want one kill of bash-3 by sess-A", ex.kills)
+			if kills := ex.Calls().Kills; len(kills) != 1 || kills[0] != (executorfake.Access{ID: "bash-3", Caller: "sess-A"}) {
+				t.Errorf("kills = %v, want one kill of bash-3 by sess-A", kills)
 			}
 		})
 	}
 }
 
 func TestWatchCompletions(t *testing.T) {
-	ex := &fakeExec{}
+	ex := executorfake.New()
 	type notice struct{ owner, text string }
 	var got []notice
 	live := map[string]bool{"sess-A": true}
@@ -162,10 +177,10 @@ func TestWatchCompletions(t *testing.T) {
 		got = append(got, notice{owner, text})
 		return live[owner]
 	})
-	ex.finish(executor.TaskDone{ID: "bash-3", Owner: "sess-A", Command: "npm run build", Status: executor.Completed, ExitCode: 2})
-	ex.finish(executor.TaskDone{ID: "bash-4", Owner: "sess-gone", Command: "sleep 100\necho done", Status: executor.Killed, Signal: "SIGTERM", ExitCode: -1})
+	ex.Notify(executor.TaskDone{ID: "bash-3", Owner: "sess-A", Command: "npm run build", Status: executor.Completed, ExitCode: 2})
+	ex.Notify(executor.TaskDone{ID: "bash-4", Owner: "sess-gone", Command: "sleep 100\necho done", Status: executor.Killed, Signal: "SIGTERM", ExitCode: -1})
 	stop()
-	ex.finish(executor.TaskDone{ID: "bash-5", Owner: "sess-A", Command: "true", Status: executor.Completed})
+	ex.Notify(executor.TaskDone{ID: "bash-5", Owner: "sess-A", Command: "true", Status: executor.Completed})
 	want := []notice{
 		{"sess-A", "Background task bash-3 (`npm run build`) finished [status: completed, exit code: 2]. Read its remaining output with bash_output {\"task_id\":\"bash-3\"}."},
 		{"sess-gone", "Background task bash-4 (`sleep 100…`) was stopped [status: killed]. Read its remaining output with bash_output {\"task_id\":\"bash-4\"}."},

@@ -102,7 +102,7 @@ func (t *bash) run(ctx context.Context, spec executor.Spec, output func(string))
 		// An executor that does not stream: show the output at the end.
 		card.observe(executor.Chunk{Stream: executor.Stdout, Data: res.Combined})
 	}
-	cardOutput := card.close(res.SpillPath)
+	cardOutput := card.close(res.SpillPath, res.SpillError)
 	if err != nil {
 		r := errorResult(fmt.Errorf("cannot run command: %w", err))
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -119,11 +119,13 @@ func (t *bash) run(ctx context.Context, spec executor.Spec, output func(string))
 	r := result{
 		Result: event.Result{Text: text, CardOutput: cardOutput},
 		Outcome: Outcome{
-			Signal:    res.Signal,
-			TimedOut:  res.TimedOut,
-			TimeoutMs: spec.Timeout.Milliseconds(),
-			SpillPath: res.SpillPath,
-			Truncated: truncated,
+			Signal:     res.Signal,
+			TimedOut:   res.TimedOut,
+			TimeoutMs:  spec.Timeout.Milliseconds(),
+			SpillPath:  res.SpillPath,
+			SpillError: res.SpillError,
+			Truncated:  truncated,
+			LimitHit:   res.LimitHit,
 		},
 	}
 	if res.Signal == "" {
@@ -150,8 +152,11 @@ func (t *bash) resultText(res executor.Result, spec executor.Spec, abort string)
 		} else if res.ExitCode != 0 {
 			m = append(m, fmt.Sprintf("[exit code: %d]", res.ExitCode))
 		}
+		if res.LimitHit != "" {
+			m = append(m, limitMarker)
+		}
 		if cut || res.Truncated() {
-			m = append(m, truncationMarker(res.SpillPath))
+			m = append(m, truncationMarker(res.SpillPath, res.SpillError))
 		}
 		if abort != "" {
 			m = append(m, abort)

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/executorfake"
 	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
@@ -28,13 +29,14 @@ func call(t *testing.T, ex executor.Executor, cfg tools.Config, name, args strin
 }
 
 func TestBashRequestCarriesNamedArgsOnly(t *testing.T) {
-	ex := &fakeExec{}
+	ex := executorfake.New()
 	args := `{"command":"echo hi","description":"Say hi","env":{"SECRET":"x","PATH":"/evil"},"stdin":"payload","Env":{"A":"b"},"Stdin":"x"}`
 	res := call(t, ex, tools.Config{}, "bash", args, nil)
 	if res.IsError {
 		t.Fatalf("unexpected error result: %q", res.Text)
 	}
-	reqs, runs, _ := ex.calls()
+	c := ex.Calls()
+	reqs, runs, _ := c.Requests, c.Runs, c.Starts
 	if len(reqs) != 1 || len(runs) != 1 {
 		t.Fatalf("got %d requests and %d runs, want 1 and 1", len(reqs), len(runs))
 	}
@@ -61,7 +63,7 @@ func TestBashRequest(t *testing.T) {
 			session:     session,
 			wantReq:     executor.Request{Command: "ls", Workdir: session.Cwd, SessionCwd: session.Cwd, Owner: "sess-A"},
 			wantWorkdir: session.Cwd,
-			wantTimeout: fakeDefaultTimeout,
+			wantTimeout: executorfake.DefaultTimeout,
 		},
 		{
 			name:        "relative workdir is left for Resolve against the session cwd",
@@ -69,7 +71,7 @@ func TestBashRequest(t *testing.T) {
 			session:     session,
 			wantReq:     executor.Request{Command: "ls", Workdir: "src/pkg", SessionCwd: session.Cwd, Owner: "sess-A"},
 			wantWorkdir: "/home/u/project/src/pkg",
-			wantTimeout: fakeDefaultTimeout,
+			wantTimeout: executorfake.DefaultTimeout,
 		},
 		{
 			name:        "absolute workdir and timeout",
@@ -83,8 +85,8 @@ func TestBashRequest(t *testing.T) {
 			name:        "non-session caller falls back to the executor default",
 			args:        `{"command":"ls","description":"List","timeoutMs":null,"workdir":null}`,
 			wantReq:     executor.Request{Command: "ls"},
-			wantWorkdir: fakeDefaultWorkdir,
-			wantTimeout: fakeDefaultTimeout,
+			wantWorkdir: executorfake.DefaultWorkdir,
+			wantTimeout: executorfake.DefaultTimeout,
 		},
 		{
 			name:        "huge timeout is clamped by the executor",
@@ -92,18 +94,19 @@ func TestBashRequest(t *testing.T) {
 			session:     session,
 			wantReq:     executor.Request{Command: "ls", Workdir: session.Cwd, SessionCwd: session.Cwd, Owner: "sess-A", Timeout: time.Duration(1<<63 - 1).Truncate(time.Millisecond)},
 			wantWorkdir: session.Cwd,
-			wantTimeout: fakeMaxTimeout,
+			wantTimeout: executorfake.MaxTimeout,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ex := &fakeExec{}
+			ex := executorfake.New()
 			tool, _ := tools.NewBash(ex, tools.Config{}).Lookup("bash")
 			res := tool.Run(context.Background(), tools.Call{Args: json.RawMessage(tt.args), Session: tt.session})
 			if res.IsError {
 				t.Fatalf("error result: %q", res.Text)
 			}
-			reqs, runs, _ := ex.calls()
+			c := ex.Calls()
+			reqs, runs, _ := c.Requests, c.Runs, c.Starts
 			if fmt.Sprint(reqs[0]) != fmt.Sprint(tt.wantReq) {
 				t.Errorf("request = %+v\nwant      %+v", reqs[0], tt.wantReq)
 			}
@@ -141,13 +144,14 @@ func TestBadArguments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.tool+" "+tt.args, func(t *testing.T) {
-			ex := &fakeExec{}
+			ex := executorfake.New()
 			res := call(t, ex, tools.Config{}, tt.tool, tt.args, nil)
 			if !res.IsError || !strings.Contains(res.Text, tt.want) {
 				t.Errorf("got %+v, want an error result containing %q", res, tt.want)
 			}
-			reqs, runs, starts := ex.calls()
-			if len(reqs)+len(runs)+len(starts)+len(ex.reads)+len(ex.kills) != 0 {
+			c := ex.Calls()
+			reqs, runs, starts := c.Requests, c.Runs, c.Starts
+			if len(reqs)+len(runs)+len(starts)+len(ex.Calls().Reads)+len(ex.Calls().Kills) != 0 {
 				t.Errorf("the executor was called for bad arguments")
 			}
 		})
@@ -211,6 +215,19 @@ func TestBashResultText(t *testing.T) {
 			exitCode:  intp(0),
 		},
 		{
+			name:      "executor could not save the full output",
+			res:       executor.Result{Stdout: []byte("tail\n"), Dropped: 10, SpillError: "no space left on device"},
+			want:      "tail\n[output truncated; the full output could not be saved: no space left on device]",
+			truncated: true,
+			exitCode:  intp(0),
+		},
+		{
+			name:     "process limit reached",
+			res:      executor.Result{Stderr: []byte("fork: retry: Resource temporarily unavailable"), LimitHit: "pids"},
+			want:     "[stderr]\nfork: retry: Resource temporarily unavailable\n[process limit reached: the command could not start more processes]",
+			exitCode: intp(0),
+		},
+		{
 			name:     "ANSI escapes and carriage-return redraws",
 			res:      executor.Result{Stdout: []byte("\x1b[1;32mok\x1b[0m\r\n10%\r50%\r100%\n\x1b]0;title\x07done\n")},
 			want:     "ok\n100%\ndone",
@@ -227,7 +244,8 @@ func TestBashResultText(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ex := &fakeExec{result: tt.res}
+			ex := executorfake.New()
+			ex.Result = tt.res
 			res := call(t, ex, tt.cfg, "bash", `{"command":"make","description":"Build"}`, nil)
 			if res.IsError {
 				t.Fatalf("error result for a finished run: %q", res.Text)
@@ -241,7 +259,8 @@ func TestBashResultText(t *testing.T) {
 			if fmt.Sprint(deref(tools.OutcomeOf(res).ExitCode)) != fmt.Sprint(deref(tt.exitCode)) {
 				t.Errorf("ExitCode = %v, want %v", deref(tools.OutcomeOf(res).ExitCode), deref(tt.exitCode))
 			}
-			if tools.OutcomeOf(res).Signal != tt.res.Signal || tools.OutcomeOf(res).TimedOut != tt.res.TimedOut || tools.OutcomeOf(res).SpillPath != tt.res.SpillPath {
+			if tools.OutcomeOf(res).Signal != tt.res.Signal || tools.OutcomeOf(res).TimedOut != tt.res.TimedOut || tools.OutcomeOf(res).SpillPath != tt.res.SpillPath ||
+				tools.OutcomeOf(res).SpillError != tt.res.SpillError || tools.OutcomeOf(res).LimitHit != tt.res.LimitHit {
 				t.Errorf("structured fields %+v do not match %+v", res, tt.res)
 			}
 		})
@@ -258,10 +277,11 @@ func deref(p *int) any {
 func TestBashCapKeepsValidUTF8AndMarkers(t *testing.T) {
 	const limit = 500
 	big := strings.Repeat("héllo wörld ✓ ", 400) // multibyte throughout
-	ex := &fakeExec{result: executor.Result{
+	ex := executorfake.New()
+	ex.Result = executor.Result{
 		Stdout: []byte(big + "LAST-OUT"), Stderr: []byte(big + "LAST-ERR"), ExitCode: 7,
 		SpillPath: "/spill/f", Dropped: 1,
-	}}
+	}
 	res := call(t, ex, tools.Config{OutputLimit: limit}, "bash", `{"command":"x","description":"y"}`, nil)
 	if n := utf8.RuneCountInString(res.Text); n > limit {
 		t.Errorf("text has %d runes, cap is %d", n, limit)
@@ -282,11 +302,12 @@ func TestBashCapKeepsValidUTF8AndMarkers(t *testing.T) {
 func TestBashCardOutput(t *testing.T) {
 	euro := []byte("€") // 3 bytes
 	tests := []struct {
-		name   string
-		limit  int
-		spill  string
-		chunks []executor.Chunk
-		want   string
+		name     string
+		limit    int
+		spill    string
+		spillErr string
+		chunks   []executor.Chunk
+		want     string
 	}{
 		{
 			name:   "raw, ANSI kept",
@@ -337,10 +358,18 @@ func TestBashCardOutput(t *testing.T) {
 			chunks: []executor.Chunk{{Stream: executor.Stdout, Data: []byte("abc\n")}},
 			want:   "ab\n[… 2 bytes not shown; full output: /spill/x.log]\n",
 		},
+		{
+			name:     "the not-shown line says the full output could not be saved",
+			limit:    2,
+			spillErr: "no space left on device",
+			chunks:   []executor.Chunk{{Stream: executor.Stdout, Data: []byte("abc\n")}},
+			want:     "ab\n[… 2 bytes not shown; the full output could not be saved: no space left on device]\n",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ex := &fakeExec{chunks: tt.chunks, result: executor.Result{SpillPath: tt.spill}}
+			ex := executorfake.New()
+			ex.Chunks, ex.Result = tt.chunks, executor.Result{SpillPath: tt.spill, SpillError: tt.spillErr}
 			var got []string
 			res := call(t, ex, tools.Config{CardOutputLimit: tt.limit}, "bash", `{"command":"x","description":"y"}`,
 				func(s string) { got = append(got, s) })
@@ -361,7 +390,8 @@ func TestBashCardOutput(t *testing.T) {
 }
 
 func TestBashCardOutputWithoutStreaming(t *testing.T) {
-	ex := &fakeExec{result: executor.Result{Stdout: []byte("out\n"), Combined: []byte("out\nerr\n")}}
+	ex := executorfake.New()
+	ex.Result = executor.Result{Stdout: []byte("out\n"), Combined: []byte("out\nerr\n")}
 	var got strings.Builder
 	res := call(t, ex, tools.Config{}, "bash", `{"command":"x","description":"y"}`, func(s string) { got.WriteString(s) })
 	if res.CardOutput != "out\nerr\n" || got.String() != res.CardOutput {
@@ -372,17 +402,19 @@ func TestBashCardOutputWithoutStreaming(t *testing.T) {
 func TestBashInfrastructureErrors(t *testing.T) {
 	tests := []struct {
 		name string
-		ex   *fakeExec
+		ex   *executorfake.Executor
 		want string
 	}{
 		{
 			name: "missing workdir",
-			ex:   &fakeExec{runErr: fmt.Errorf("%w: /nope: no such file or directory", executor.ErrWorkdir)},
+			ex: fakeWith(func(f *executorfake.Executor) {
+				f.RunErr = fmt.Errorf("%w: /nope: no such file or directory", executor.ErrWorkdir)
+			}),
 			want: "cannot run command: invalid working directory: /nope: no such file or directory",
 		},
 		{
 			name: "resolve fails",
-			ex:   &fakeExec{resolveErr: executor.ErrClosed},
+			ex:   fakeWith(func(f *executorfake.Executor) { f.ResolveErr = executor.ErrClosed }),
 			want: "cannot run command: executor is shut down",
 		},
 	}
@@ -403,21 +435,23 @@ func TestBashAbort(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	tests := []struct {
 		name string
-		ex   *fakeExec
+		ex   *executorfake.Executor
 		want string
 	}{
 		{
 			name: "executor returns the stopped process",
-			ex: &fakeExec{
-				chunks:  []executor.Chunk{{Stream: executor.Stdout, Data: []byte("started\n")}},
-				result:  executor.Result{Stdout: []byte("started\n"), Signal: "SIGTERM", ExitCode: -1},
-				runHook: func(context.Context) { cancel() },
-			},
+			ex: fakeWith(func(f *executorfake.Executor) {
+				f.Chunks = []executor.Chunk{{Stream: executor.Stdout, Data: []byte("started\n")}}
+				f.Result = executor.Result{Stdout: []byte("started\n"), Signal: "SIGTERM", ExitCode: -1}
+				f.RunHook = func(context.Context, executor.Spec) { cancel() }
+			}),
 			want: "started\n[killed by signal: SIGTERM]\n[aborted: the call was cancelled]",
 		},
 		{
 			name: "executor returns an error",
-			ex:   &fakeExec{runErr: context.Canceled, runHook: func(context.Context) { cancel() }},
+			ex: fakeWith(func(f *executorfake.Executor) {
+				f.RunErr, f.RunHook = context.Canceled, func(context.Context, executor.Spec) { cancel() }
+			}),
 			want: "command aborted: the call was cancelled",
 		},
 	}
@@ -433,14 +467,17 @@ func TestBashAbort(t *testing.T) {
 }
 
 func TestBashBackground(t *testing.T) {
-	ex := &fakeExec{startID: "bash-3"}
+	ex := fakeWith(func(f *executorfake.Executor) {
+		f.StartFunc = func(executor.Spec) (string, error) { return "bash-3", nil }
+	})
 	res := call(t, ex, tools.Config{}, "bash",
 		`{"command":"npm run dev","description":"Start dev server","run_in_background":true,"workdir":"web","stdin":"x"}`, nil)
 	want := `Started background task bash-3. Poll its output with bash_output {"task_id":"bash-3"}; stop it with bash_kill.`
 	if res.IsError || res.Text != want || res.Task == nil || *res.Task != (event.Task{ID: "bash-3", Status: "running"}) {
 		t.Errorf("got %+v, want text %q", res, want)
 	}
-	_, runs, starts := ex.calls()
+	c := ex.Calls()
+	_, runs, starts := c.Requests, c.Runs, c.Starts
 	if len(runs) != 0 || len(starts) != 1 {
 		t.Fatalf("runs %d starts %d, want 0 and 1", len(runs), len(starts))
 	}
@@ -449,7 +486,9 @@ func TestBashBackground(t *testing.T) {
 		t.Errorf("start spec %+v", s)
 	}
 
-	ex = &fakeExec{startErr: errors.New("spawn failed")}
+	ex = fakeWith(func(f *executorfake.Executor) {
+		f.StartFunc = func(executor.Spec) (string, error) { return "", errors.New("spawn failed") }
+	})
 	res = call(t, ex, tools.Config{}, "bash", `{"command":"x","description":"y","run_in_background":true}`, nil)
 	if !res.IsError || res.Text != "cannot start background task: spawn failed" {
 		t.Errorf("start error: got %+v", res)

@@ -73,16 +73,17 @@ func (c *cardStream) observe(ch executor.Chunk) {
 }
 
 // close flushes what is pending, adds the not-shown notice (naming the
-// full-output file, when there is one) if the cap was hit, and returns
-// everything forwarded: the result's CardOutput.
-func (c *cardStream) close(spillPath string) string {
+// full-output file when there is one, or why it could not be saved) if the
+// cap was hit, and returns everything forwarded: the result's CardOutput.
+func (c *cardStream) close(spillPath, spillErr string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.closed {
 		c.flushCarries()
-		if c.hidden > 0 && spillPath != "" {
-			c.line(fmt.Sprintf("[… %d bytes not shown; full output: %s]", c.hidden, spillPath))
-		} else if c.hidden > 0 {
+		switch {
+		case c.hidden > 0 && (spillPath != "" || spillErr != ""):
+			c.line(fmt.Sprintf("[… %d bytes not shown; %s]", c.hidden, fullOutput(spillPath, spillErr)))
+		case c.hidden > 0:
 			c.line(fmt.Sprintf("[… %d bytes not shown]", c.hidden))
 		}
 		c.closed = true

@@ -8,6 +8,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/dsh-acp/dsh-acp/executor/executorfake"
 	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -30,7 +31,7 @@ func FuzzPresent(f *testing.F) {
 	} {
 		f.Add(seed.name, []byte(seed.args), []byte(seed.res))
 	}
-	set := tools.NewBash(&fakeExec{startID: "bash-1"}, tools.Config{})
+	set := tools.NewBash(executorfake.New(), tools.Config{})
 	f.Fuzz(func(t *testing.T, name string, args, resJSON []byte) {
 		var res event.Result
 		_ = json.Unmarshal(resJSON, &res) // any shape: a partial or zero Result is fine

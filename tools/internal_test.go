@@ -14,10 +14,10 @@ func TestCardStreamIgnoresChunksAfterClose(t *testing.T) {
 	var streamed strings.Builder
 	c := newCardStream(100, func(s string) { streamed.WriteString(s) })
 	c.observe(executor.Chunk{Stream: executor.Stdout, Data: []byte("before\n")})
-	got := c.close("")
+	got := c.close("", "")
 	c.observe(executor.Chunk{Stream: executor.Stdout, Data: []byte("late\n")})
-	if got != "before\n" || c.close("") != got || streamed.String() != got {
-		t.Errorf("close = %q, second close %q, streamed %q", got, c.close(""), streamed.String())
+	if got != "before\n" || c.close("", "") != got || streamed.String() != got {
+		t.Errorf("close = %q, second close %q, streamed %q", got, c.close("", ""), streamed.String())
 	}
 }
 
@@ -30,9 +30,9 @@ func TestCardStreamConcurrentLateChunks(t *testing.T) {
 			c.observe(executor.Chunk{Stream: executor.Stderr, Data: []byte("x")})
 		}
 	}()
-	out := c.close("")
+	out := c.close("", "")
 	<-done
-	if c.close("") != out {
+	if c.close("", "") != out {
 		t.Error("output changed after close")
 	}
 }
@@ -79,7 +79,7 @@ func TestCardStreamCopiesNothingPastTheCap(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("a chunk past the cap allocated %v times, want 0", allocs)
 	}
-	out := c.close("")
+	out := c.close("", "")
 	want := fmt.Sprintf("[… %d bytes not shown]", 101*len(chunk.Data)+len(chunk.Data)-1000)
 	if !strings.Contains(out, want) {
 		t.Errorf("card output ends %q, want %q", out[max(0, len(out)-60):], want)
@@ -97,7 +97,7 @@ func TestCardStreamCopiesTheCappingChunkOnlyToTheCap(t *testing.T) {
 	if copied := ms1.TotalAlloc - ms0.TotalAlloc; copied > 64<<10 {
 		t.Errorf("capping a 2 MiB chunk at 1000 bytes allocated %d bytes", copied)
 	}
-	if out := c.close(""); !strings.HasPrefix(out, strings.Repeat("é", 500)+"\n[… ") {
+	if out := c.close("", ""); !strings.HasPrefix(out, strings.Repeat("é", 500)+"\n[… ") {
 		t.Errorf("card output starts %q", out[:min(len(out), 40)])
 	}
 }
@@ -114,7 +114,7 @@ func TestCardStreamCopiesEachByteOnce(t *testing.T) {
 	for range limit / len(chunk.Data) {
 		c.observe(chunk)
 	}
-	out := c.close("")
+	out := c.close("", "")
 	runtime.ReadMemStats(&m1)
 	if len(out) != limit || strings.Join(forwarded, "") != out {
 		t.Fatalf("card output of %d bytes; the forwarded pieces add up to it: %v", len(out), strings.Join(forwarded, "") == out)

@@ -71,13 +71,17 @@ func (t *bash) PresentResult(_ json.RawMessage, er event.Result) ResultIntent {
 const reasonLimit = 200
 
 // reasonOf is the one line that tells the user why a call did not run
-// normally, "" when it did: the permission step's refusal, a timeout, or
-// the error — its closing [marker] when the text ends with one (a cancel
-// or an abort), else its first line.
+// normally, "" when it did: the permission step's refusal, a process limit
+// hit, a timeout, or the error — its closing [marker] when the text ends
+// with one (a cancel or an abort), else its first line.
 func reasonOf(res result) string {
 	switch {
 	case res.Declined != "":
 		return clipLine(res.Declined)
+	case res.LimitHit != "" && res.TimedOut:
+		return clipLine(fmt.Sprintf("timed out after %s; process limit reached", time.Duration(res.TimeoutMs)*time.Millisecond))
+	case res.LimitHit != "":
+		return clipLine(strings.Trim(limitMarker, "[]"))
 	case res.TimedOut:
 		return clipLine(fmt.Sprintf("timed out after %s", time.Duration(res.TimeoutMs)*time.Millisecond))
 	case !res.IsError:
@@ -157,7 +161,7 @@ func taskCall(title, kind string, args json.RawMessage) CallIntent {
 
 // runFailed reports whether a foreground run ends its card failed.
 func runFailed(res result) bool {
-	return res.IsError || res.Declined != "" || res.Signal != "" || res.TimedOut ||
+	return res.IsError || res.Declined != "" || res.Signal != "" || res.TimedOut || res.LimitHit != "" ||
 		(res.ExitCode != nil && *res.ExitCode != 0)
 }
 
@@ -198,6 +202,8 @@ type resultSummary struct {
 	TimeoutMs  int64  `json:"timeoutMs,omitempty"`
 	Truncated  bool   `json:"truncated,omitempty"`
 	SpillPath  string `json:"spillPath,omitempty"`
+	SpillError string `json:"spillError,omitempty"`
+	LimitHit   string `json:"limitHit,omitempty"`
 	TaskID     string `json:"taskId,omitempty"`
 	TaskStatus string `json:"taskStatus,omitempty"`
 }
@@ -207,7 +213,7 @@ func summarize(r result) resultSummary {
 	return resultSummary{
 		IsError: r.IsError, Declined: r.Declined, ExitCode: r.ExitCode, Signal: r.Signal,
 		TimedOut: r.TimedOut, TimeoutMs: r.TimeoutMs, Truncated: r.Truncated, SpillPath: r.SpillPath,
-		TaskID: id, TaskStatus: status,
+		SpillError: r.SpillError, LimitHit: r.LimitHit, TaskID: id, TaskStatus: status,
 	}
 }
 

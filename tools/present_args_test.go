@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/dsh-acp/dsh-acp/executor/executorfake"
 	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
@@ -13,7 +14,7 @@ import (
 // the card opened, are not read again (replay of a long session would pay
 // for a second decode per call).
 func TestBashResultIgnoresArguments(t *testing.T) {
-	bash, _ := tools.NewBash(&fakeExec{}, tools.Config{}).Lookup(tools.BashName)
+	bash, _ := tools.NewBash(executorfake.New(), tools.Config{}).Lookup(tools.BashName)
 	results := []event.Result{
 		tools.WithOutcome(event.Result{Text: "ok", CardOutput: "ok\n"}, tools.Outcome{ExitCode: intp(0)}),
 		tools.WithOutcome(event.Result{Text: "[timed out after 5ms]"}, tools.Outcome{ExitCode: intp(0), TimedOut: true, TimeoutMs: 5}),

@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/dsh-acp/dsh-acp/executor/executorfake"
 	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 func TestPresentCall(t *testing.T) {
-	set := tools.NewBash(&fakeExec{}, tools.Config{})
+	set := tools.NewBash(executorfake.New(), tools.Config{})
 	tests := []struct {
 		name, tool, args string
 		want             string // the intent as JSON
@@ -83,7 +84,7 @@ func TestPresentCall(t *testing.T) {
 }
 
 func TestPresentResult(t *testing.T) {
-	set := tools.NewBash(&fakeExec{}, tools.Config{})
+	set := tools.NewBash(executorfake.New(), tools.Config{})
 	fg := `{"command":"make","description":"Build"}`
 	tests := []struct {
 		name, tool, args string
@@ -107,6 +108,18 @@ func TestPresentResult(t *testing.T) {
 			tool: "bash", args: fg,
 			res:  tools.WithOutcome(event.Result{Text: "[timed out after 5ms]"}, tools.Outcome{ExitCode: intp(0), TimedOut: true, TimeoutMs: 5}),
 			want: `{"card":"terminal","exitCode":0,"failed":true,"rawOutput":{"exitCode":0,"timedOut":true,"timeoutMs":5},"reason":"timed out after 5ms"}`,
+		},
+		{
+			name: "process limit fails the card and says why",
+			tool: "bash", args: fg,
+			res:  tools.WithOutcome(event.Result{Text: "[process limit reached: the command could not start more processes]"}, tools.Outcome{ExitCode: intp(0), LimitHit: "pids"}),
+			want: `{"card":"terminal","exitCode":0,"failed":true,"rawOutput":{"exitCode":0,"limitHit":"pids"},"reason":"process limit reached: the command could not start more processes"}`,
+		},
+		{
+			name: "process limit and a timeout",
+			tool: "bash", args: fg,
+			res:  tools.WithOutcome(event.Result{Text: "x"}, tools.Outcome{Signal: "SIGTERM", TimedOut: true, TimeoutMs: 3000, LimitHit: "pids"}),
+			want: `{"card":"terminal","signal":"SIGTERM","failed":true,"rawOutput":{"signal":"SIGTERM","timedOut":true,"timeoutMs":3000,"limitHit":"pids"},"reason":"timed out after 3s; process limit reached"}`,
 		},
 		{
 			name: "signal",

@@ -16,6 +16,10 @@ type Outcome struct {
 	TimeoutMs int64  `json:"timeoutMs,omitempty"`
 	SpillPath string `json:"spillPath,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"`
+	// SpillError says why the complete output could not be saved.
+	SpillError string `json:"spillError,omitempty"`
+	// LimitHit names the process limit the command ran into ("pids").
+	LimitHit string `json:"limitHit,omitempty"`
 }
 
 // OutcomeOf decodes a bash tool result's payload. A result without one (an

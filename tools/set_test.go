@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-acp/dsh-acp/executor/executorfake"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 func TestSet(t *testing.T) {
-	set := tools.NewBash(&fakeExec{}, tools.Config{})
+	set := tools.NewBash(executorfake.New(), tools.Config{})
 	var names []string
 	for _, tool := range set.All() {
 		names = append(names, tool.Name())
@@ -38,7 +39,7 @@ func TestSet(t *testing.T) {
 }
 
 func TestTextsStateConfiguredLimits(t *testing.T) {
-	set := tools.NewBash(&fakeExec{}, tools.Config{
+	set := tools.NewBash(executorfake.New(), tools.Config{
 		OutputLimit: 12345, DefaultTimeout: 90 * time.Second, MaxTimeout: 15 * time.Minute,
 	})
 	bash, _ := set.Lookup("bash")
@@ -63,7 +64,7 @@ func TestTextsStateConfiguredLimits(t *testing.T) {
 }
 
 func TestDefaultTexts(t *testing.T) {
-	bash, _ := tools.NewBash(&fakeExec{}, tools.Config{}).Lookup("bash")
+	bash, _ := tools.NewBash(executorfake.New(), tools.Config{}).Lookup("bash")
 	for _, want := range []string{"2 minutes (120000 ms)", "10 minutes (600000 ms)", "30000 characters"} {
 		if !strings.Contains(bash.Description(), want) {
 			t.Errorf("default bash description lacks %q", want)

@@ -197,9 +197,22 @@ func splitBudget(a, b, budget int) (ka, kb int) {
 func trimNewlines(s string) string { return strings.TrimRight(s, "\n") }
 
 // truncationMarker is the marker for output the model does not see whole.
-func truncationMarker(spillPath string) string {
-	return "[output truncated; full output: " + orUnavailable(spillPath) + "]"
+func truncationMarker(spillPath, spillErr string) string {
+	return "[output truncated; " + fullOutput(spillPath, spillErr) + "]"
 }
+
+// fullOutput says where the complete output is: "full output: <path>",
+// "the full output could not be saved: <why>" when the executor failed to
+// save it, else "full output: (unavailable)".
+func fullOutput(spillPath, spillErr string) string {
+	if spillPath == "" && spillErr != "" {
+		return "the full output could not be saved: " + spillErr
+	}
+	return "full output: " + orUnavailable(spillPath)
+}
+
+// limitMarker is the marker of a command that hit its process limit.
+const limitMarker = "[process limit reached: the command could not start more processes]"
 
 // assemble joins body parts and markers into a text capped at limit runes
 // (unless the markers alone exceed it): bodies are cut, keeping their tails

@@ -54,6 +54,12 @@ const (
 	NeedRead
 	// NeedWrite: the call writes the path Need.Subject.
 	NeedWrite
+	// NeedTool: the call runs a tool of an outside server (an MCP
+	// server's), named by Need.Server and Need.Tool; Need.Subject is its
+	// display name. Need.ReadOnly is the server's claim that the tool
+	// changes nothing: a hint, trusted only as far as the user allowed
+	// that server's read-only tools.
+	NeedTool
 )
 
 // Need is what one call needs permission for.
@@ -64,6 +70,10 @@ type Need struct {
 	// with no timeout, so the judge lets it run unasked only if it is known
 	// to end.
 	Background bool
+	// Server and Tool name an outside tool (NeedTool) as its server does.
+	Server, Tool string
+	// ReadOnly: the outside tool's server marks it read-only (NeedTool).
+	ReadOnly bool
 }
 
 // Permissioned is implemented by a tool that says what its calls need

@@ -3,12 +3,15 @@
 // The SDK (github.com/coder/acp-go-sdk v0.13.0) reads newline-delimited
 // JSON-RPC with a 10 MiB bufio.Scanner: a longer line closes the whole
 // connection, a malformed line is dropped without the -32700 reply JSON-RPC
-// requires, and a cancel is bound to whichever prompt is running when the
-// SDK's notification goroutine gets to it. The Guard sits in front of it:
-// it reads stdin line by line, answers every line the SDK would mishandle
-// with a JSON-RPC error of its own, tells an observer about every valid
-// message in wire order, and only then forwards the line, unchanged, to the
-// reader the SDK consumes.
+// requires, a request id is echoed back byte for byte (invalid UTF-8
+// included), its notification queue (1024 entries) closes the connection
+// when a burst overflows it, and a cancel is bound to whichever prompt is
+// running when the SDK's notification goroutine gets to it. The Guard sits
+// in front of it: it reads stdin line by line, answers every line the SDK
+// would mishandle with a JSON-RPC error of its own, tells an observer about
+// every valid message in wire order, and forwards the line — unchanged,
+// with the params the observer gave it, or not at all for a notification
+// the observer dropped — to the reader the SDK consumes.
 //
 // Wiring, in the daemon:
 //
@@ -17,11 +20,22 @@
 //	conn := acpsdk.NewAgentSideConnection(agent, out, g.Reader())
 //	// ... finish wiring agent and conn: the SDK reads nothing until Run ...
 //	go g.Run(ctx)
-//	<-g.Done() // stdin ended: shut down
+//	<-g.Done() // stdin ended (or ctx was cancelled): shut down
+//
+// Cancel Run's ctx when the SDK's connection ends: the Guard then stops
+// forwarding instead of blocking on a reader nobody drains.
+//
+// Known limits: a line is held in memory whole (up to the cap); the id of an
+// over-long line is recovered only from its first 4 KiB; a string id with
+// invalid UTF-8 cannot be echoed, so it is answered with a null id; a
+// message whose params the observer replaced is forwarded rebuilt from its
+// jsonrpc, id, method and params members (any other top-level member is
+// left out, as the SDK ignores it anyway).
 package ingress
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,6 +86,21 @@ func (m Message) IsResponse() bool { return m.Method == "" }
 // IsNotification reports whether m is a notification (no reply expected).
 func (m Message) IsNotification() bool { return m.Method != "" && m.ID == nil }
 
+// Verdict is what the Guard does with an observed message. The zero value
+// forwards the line unchanged.
+type Verdict struct {
+	// Drop consumes a notification: nothing is forwarded. It is ignored for
+	// requests and responses, which are always forwarded: the SDK owns the
+	// reply to a request and the daemon's pending calls.
+	Drop bool
+	// Params, if non-nil, replaces the params of a request or notification:
+	// the forwarded line is rebuilt from the message's jsonrpc, id and
+	// method and these params. It must be a JSON object or array; anything
+	// else is logged and the line forwarded unchanged. A rebuilt line longer
+	// than the cap is answered as an over-long line.
+	Params json.RawMessage
+}
+
 // Options configure a Guard. The zero value is usable.
 type Options struct {
 	// MaxLine caps a line's length in bytes, without its '\n'. Zero means
@@ -80,10 +109,11 @@ type Options struct {
 	MaxLine int
 	// Observe, if set, is called synchronously on the Guard's goroutine for
 	// every valid message, in wire order, before the line is forwarded: the
-	// SDK cannot see a message before Observe has returned for it. Observe
-	// must not block on the SDK handling that same message. A panic in
-	// Observe is logged and the message is still forwarded.
-	Observe func(Message)
+	// SDK cannot see a message before Observe has returned for it. Its
+	// Verdict says what to forward. Observe must not block on the SDK
+	// handling that same message. A panic in Observe is logged and the
+	// message is forwarded unchanged.
+	Observe func(Message) Verdict
 	// Logger, if set, receives method, id and length of each line (never its
 	// content). Valid messages log at debug level, rejected lines at warn.
 	Logger *zap.Logger
@@ -96,7 +126,7 @@ type Guard struct {
 	in      *bufio.Reader
 	out     io.Writer
 	max     int
-	observe func(Message)
+	observe func(Message) Verdict
 	log     *zap.Logger
 
 	pr *io.PipeReader
@@ -269,7 +299,7 @@ func (g *Guard) keepPrefix(chunk []byte) {
 func (g *Guard) handle(rl rawLine) error {
 	defer g.shrink()
 	if rl.over {
-		g.rejectLong(rl.data, rl.total)
+		g.rejectLong(rl.data, rl.total, nil)
 		return nil
 	}
 	if isBlank(rl.data) {
@@ -288,8 +318,45 @@ func (g *Guard) handle(rl rawLine) error {
 	msg.Len = rl.total
 	g.log.Debug("ingress: message", zap.String("method", msg.Method),
 		zap.String("id", logID(msg.ID)), zap.Int("len", rl.total))
-	g.notify(msg.Message)
+	v := g.notify(msg.Message)
+	switch {
+	case v.Drop && msg.IsNotification():
+		return nil
+	case v.Params != nil && !msg.IsResponse():
+		line, ok := g.rebuild(msg.Message, v.Params)
+		if !ok {
+			break
+		}
+		if len(line) > g.max {
+			g.rejectLong(nil, len(line), msg.ID)
+			return nil
+		}
+		return g.forward(line)
+	}
 	return g.forward(rl.data)
+}
+
+// rebuild renders m as a line with params in place of its own; false when
+// params is not a JSON object or array.
+func (g *Guard) rebuild(m Message, params json.RawMessage) ([]byte, bool) {
+	params = bytes.TrimSpace(params)
+	if len(params) == 0 || params[0] != '{' && params[0] != '[' || !json.Valid(params) {
+		g.log.Error("ingress: observer gave params that are not an object or array; forwarding the line unchanged",
+			zap.String("method", m.Method), zap.String("id", logID(m.ID)))
+		return nil, false
+	}
+	method, err := json.Marshal(m.Method)
+	if err != nil { // unreachable: a string always encodes
+		return nil, false
+	}
+	line := make([]byte, 0, len(params)+len(m.ID)+len(method)+48)
+	line = append(line, `{"jsonrpc":"2.0",`...)
+	if m.ID != nil {
+		line = append(append(append(line, `"id":`...), m.ID...), ',')
+	}
+	line = append(append(line, `"method":`...), method...)
+	line = append(append(append(line, `,"params":`...), params...), '}')
+	return line, true
 }
 
 // shrink drops a line buffer that grew large, so one big line does not pin
@@ -300,24 +367,26 @@ func (g *Guard) shrink() {
 	}
 }
 
-// notify calls the observer, containing a panic in it.
-func (g *Guard) notify(m Message) {
+// notify calls the observer, containing a panic in it: the verdict is then
+// the zero one.
+func (g *Guard) notify(m Message) (v Verdict) {
 	if g.observe == nil {
-		return
+		return Verdict{}
 	}
 	defer func() {
 		if r := recover(); r != nil {
 			g.log.Error("ingress: observer panicked",
 				zap.String("method", m.Method), zap.String("id", logID(m.ID)), zap.Any("panic", r))
+			v = Verdict{}
 		}
 	}()
-	g.observe(m)
+	return g.observe(m)
 }
 
 // forward writes line and its '\n' to Reader; the write returns once the SDK
 // has read it all.
 func (g *Guard) forward(line []byte) error {
-	line = append(line, '\n') // g.line has room for it: see appendLine
+	line = append(line, '\n') // g.line has room for it (see appendLine); a rebuilt line grows
 	_, err := g.pw.Write(line)
 	return err
 }
@@ -329,9 +398,12 @@ func (g *Guard) reject(r *rejection, n int) {
 	g.reply(r)
 }
 
-// rejectLong answers a line longer than the cap, given its kept prefix.
-func (g *Guard) rejectLong(prefix []byte, total int) {
-	id := recoverID(prefix)
+// rejectLong answers a line longer than the cap, given its kept prefix (the
+// id is recovered from it) or its id.
+func (g *Guard) rejectLong(prefix []byte, total int, id json.RawMessage) {
+	if id == nil {
+		id = recoverID(prefix)
+	}
 	g.log.Warn("ingress: rejected over-long line",
 		zap.Int("len", total), zap.Int("limit", g.max), zap.String("id", logID(id)))
 	g.reply(&rejection{code: CodeInvalidRequest, reason: "line too long", id: id, limit: g.max})

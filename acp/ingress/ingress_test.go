@@ -31,7 +31,14 @@ func runGuard(t *testing.T, input io.Reader, opts Options) result {
 	t.Helper()
 	var res result
 	var replies bytes.Buffer
-	opts.Observe = func(m Message) { res.observed = append(res.observed, m) }
+	decide := opts.Observe
+	opts.Observe = func(m Message) Verdict {
+		res.observed = append(res.observed, m)
+		if decide != nil {
+			return decide(m)
+		}
+		return Verdict{}
+	}
 	g := New(input, NewLockedWriter(&replies), opts)
 	fwd := make(chan string, 1)
 	go func() {
@@ -97,6 +104,12 @@ func TestRejectedLines(t *testing.T) {
 			`{"jsonrpc":"2.0","id":4,"error":{"code":-32600,"message":"Invalid request","data":{"error":"params must be an object or an array"}}}`},
 		{"numeric params", `{"jsonrpc":"2.0","method":"x","params":1}`,
 			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request","data":{"error":"params must be an object or an array"}}}`},
+		{"invalid UTF-8 id", "{\"jsonrpc\":\"2.0\",\"id\":\"a\xff\",\"method\":\"x\"}",
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request","data":{"error":"id must be valid UTF-8"}}}`},
+		{"truncated UTF-8 id", "{\"jsonrpc\":\"2.0\",\"id\":\"\xe2\x82\",\"method\":\"x\",\"params\":{}}",
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request","data":{"error":"id must be valid UTF-8"}}}`},
+		{"invalid UTF-8 id, no method", "{\"jsonrpc\":\"2.0\",\"id\":\"\xc0\"}",
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request","data":{"error":"missing method"}}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -174,6 +187,7 @@ func TestSkippedLines(t *testing.T) {
 		{"response with null id", `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}` + "\n"},
 		{"response with result and error", `{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"m"}}` + "\n"},
 		{"response without jsonrpc", `{"id":1,"result":1}` + "\n"},
+		{"response with an invalid UTF-8 id", "{\"jsonrpc\":\"2.0\",\"id\":\"\xff\",\"result\":1}\n"},
 		{"nothing", ""},
 	}
 	for _, tt := range tests {
@@ -357,9 +371,10 @@ func TestObserverRunsInWireOrderBeforeForwarding(t *testing.T) {
 	}
 	var log orderLog
 	g := New(strings.NewReader(strings.Join(lines, "\n")+"\n"), io.Discard, Options{
-		Observe: func(m Message) {
+		Observe: func(m Message) Verdict {
 			log.add("observe %d start", m.Len)
 			log.add("observe %s %s end", m.Method, m.ID)
+			return Verdict{}
 		},
 	})
 	readDone := make(chan error, 1)
@@ -414,9 +429,10 @@ func TestObserverBlocksForwarding(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{})
 	line := `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}` + "\n"
-	g := New(strings.NewReader(line), io.Discard, Options{Observe: func(Message) {
+	g := New(strings.NewReader(line), io.Discard, Options{Observe: func(Message) Verdict {
 		close(entered)
 		<-release
+		return Verdict{}
 	}})
 	go func() { _ = g.Run(context.Background()) }()
 	<-entered
@@ -442,7 +458,7 @@ func TestObserverPanicStillForwards(t *testing.T) {
 	line := `{"jsonrpc":"2.0","id":1,"method":"m"}`
 	var replies bytes.Buffer
 	g := New(strings.NewReader(line+"\n"), &replies, Options{
-		Observe: func(Message) { panic("boom") },
+		Observe: func(Message) Verdict { panic("boom") },
 		Logger:  zap.New(core),
 	})
 	fwd := make(chan []byte, 1)

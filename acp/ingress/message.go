@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"unicode/utf8"
 )
 
 // header holds the members of a message the Guard checks. encoding/json
@@ -87,13 +88,20 @@ func classify(line []byte) (classified, *rejection) {
 	if kind == idInvalid {
 		return classified{}, invalid("id must be a string, a number or null", nil)
 	}
+	// A string id with invalid UTF-8 cannot be echoed: the reply would not
+	// be JSON text (RFC 8259 §8.1).
+	badText := kind == idValid && !utf8.Valid(h.ID)
 	var echo json.RawMessage
-	if kind == idValid {
+	if kind == idValid && !badText {
 		echo = h.ID
 	}
 	switch {
+	case h.Method != nil && badText:
+		return classified{}, invalid("id must be valid UTF-8", nil)
 	case h.Method != nil:
 		return classifyRequest(&h, echo)
+	case bool(h.Result || h.Error) && badText:
+		return classified{Message: Message{}, dropped: "response id is not valid UTF-8"}, nil
 	case bool(h.Result || h.Error):
 		return classifyResponse(&h, kind), nil
 	default:

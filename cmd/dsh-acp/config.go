@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,11 +18,22 @@ import (
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
+// Built-in defaults of the model endpoint.
+const (
+	defaultBaseURL = "https://api.deepseek.com"
+	defaultModel   = "deepseek-chat"
+)
+
 // config is everything the daemon is configured with: flags, with
-// environment variables as fallbacks. The API key is environment-only.
+// environment variables as fallbacks. The API key is environment-only (or
+// stored by `dsh-acp login`: see credentials.go).
 type config struct {
+	// Command is "login" or "logout" for those subcommands, "" to serve.
+	Command         string
 	BaseURL         string
 	Model           string
+	BaseURLSet      bool   // BaseURL came from --base-url or DSH_BASE_URL
+	ModelSet        bool   // Model came from --model or DSH_MODEL
 	APIKey          string // from DSH_API_KEY or DEEPSEEK_API_KEY only
 	StateDir        string
 	LogFile         string
@@ -34,9 +46,9 @@ type config struct {
 	MaxLine         int
 	MaxTurnRequests int
 	ModelIdle       time.Duration
-	HistoryBudget   int
 	AllowEnv        []string
 	Mode            permission.Mode
+	Session         agent.Config // the context window, compaction threshold, price
 }
 
 // stringList is a repeatable string flag.
@@ -72,11 +84,60 @@ func defaultStateDir(env envLookup) string {
 // parseConfig reads flags (args excludes the program name) with
 // environment fallbacks. Usage goes to usage.
 func parseConfig(name string, args []string, env envLookup, usage io.Writer) (config, error) {
-	var c config
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(usage)
-	fs.StringVar(&c.BaseURL, "base-url", envOr(env, "DSH_BASE_URL", "https://api.deepseek.com"), "OpenAI-compatible API base URL (env DSH_BASE_URL)")
-	fs.StringVar(&c.Model, "model", envOr(env, "DSH_MODEL", "deepseek-chat"), "model name (env DSH_MODEL)")
+	cf := addConfigFlags(fs, env)
+	fs.Usage = func() {
+		fmt.Fprintf(usage, "Usage: %s [flags]            serve ACP on stdin/stdout\n", name)
+		fmt.Fprintf(usage, "       %s chat [flags]       a terminal client for this (or any) ACP agent\n", name)
+		fmt.Fprintf(usage, "       %s sessions           list the sessions chat can resume\n", name)
+		fmt.Fprintf(usage, "       %s replay FILE|ID     print a journaled session\n", name)
+		fmt.Fprintf(usage, "       %s login [flags]      check an API key with the provider and store it for you\n", name)
+		fmt.Fprintf(usage, "       %s logout             remove the stored key\n", name)
+		fmt.Fprintf(usage, "       %s --version          print the version and commit\n\n", name)
+		fmt.Fprintf(usage, "The API key is read from DSH_API_KEY or DEEPSEEK_API_KEY (never a flag), else from what login stored.\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	command := ""
+	if fs.NArg() > 0 && (fs.Arg(0) == "login" || fs.Arg(0) == "logout") {
+		// `dsh-acp [flags] login [flags]`: a client runs the agent's own
+		// command line with "login" appended.
+		command = fs.Arg(0)
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return config{}, err
+		}
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	c, err := cf.config(fs)
+	c.Command = command
+	return c, err
+}
+
+// configFlags is the daemon's flags, registered on a flag set with their
+// environment fallbacks: `dsh-acp` parses them alone, `dsh-acp chat`
+// beside its own and forwards the ones set to the agent it spawns.
+type configFlags struct {
+	c       config
+	mode    *string
+	allow   stringList
+	session sessionFlags
+	env     envLookup
+	names   map[string]bool // the daemon's flag names
+}
+
+// addConfigFlags registers the daemon's flags on fs.
+func addConfigFlags(fs *flag.FlagSet, env envLookup) *configFlags {
+	cf := &configFlags{env: env, names: map[string]bool{}}
+	before := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { before[f.Name] = true })
+	c := &cf.c
+	fs.StringVar(&c.BaseURL, "base-url", envOr(env, "DSH_BASE_URL", defaultBaseURL), "OpenAI-compatible API base URL (env DSH_BASE_URL)")
+	fs.StringVar(&c.Model, "model", envOr(env, "DSH_MODEL", defaultModel), "model name (env DSH_MODEL)")
 	fs.StringVar(&c.StateDir, "state-dir", envOr(env, "DSH_STATE_DIR", defaultStateDir(env)), "where session journals and spill files live (env DSH_STATE_DIR)")
 	fs.StringVar(&c.LogFile, "log-file", envOr(env, "DSH_LOG_FILE", ""), "log to this file instead of stderr (env DSH_LOG_FILE)")
 	fs.StringVar(&c.LogLevel, "log-level", envOr(env, "DSH_LOG_LEVEL", "info"), "debug, info, warn or error (env DSH_LOG_LEVEL)")
@@ -88,31 +149,53 @@ func parseConfig(name string, args []string, env envLookup, usage io.Writer) (co
 	fs.IntVar(&c.MaxLine, "max-line", ingress.DefaultMaxLine, "longest JSON-RPC line accepted on stdin, in bytes (at most the ACP SDK's hard limit, 10 MiB)")
 	fs.IntVar(&c.MaxTurnRequests, "max-turn-requests", agent.DefaultMaxTurnRequests, "model requests allowed in one turn")
 	fs.DurationVar(&c.ModelIdle, "model-idle-timeout", 2*time.Minute, "abort a model request after this long without a byte from the provider (keep-alives count)")
-	fs.IntVar(&c.HistoryBudget, "history-budget", agent.DefaultHistoryBudget, "characters of history sent to the model before old tool output is elided")
-	mode := fs.String("mode", envOr(env, "DSH_MODE", "ask"), "permission mode of new sessions: ask, auto or read-only (env DSH_MODE)")
-	var allow stringList
-	fs.Var(&allow, "allow-env", "pass this scrubbed environment variable through to commands (repeatable)")
-	fs.Usage = func() {
-		fmt.Fprintf(usage, "Usage: %s [flags]            serve ACP on stdin/stdout\n", name)
-		fmt.Fprintf(usage, "       %s chat [flags]       a terminal client for this (or any) ACP agent\n", name)
-		fmt.Fprintf(usage, "       %s replay FILE|ID     print a journaled session\n\n", name)
-		fmt.Fprintf(usage, "The API key is read from DSH_API_KEY or DEEPSEEK_API_KEY (never a flag).\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	c.AllowEnv = allow
-	m, err := permission.ParseMode(*mode)
+	cf.mode = fs.String("mode", envOr(env, "DSH_MODE", "ask"), "permission mode of new sessions: ask, auto or read-only (env DSH_MODE)")
+	fs.Var(&cf.allow, "allow-env", "pass this scrubbed environment variable through to commands (repeatable)")
+	cf.session.register(fs, env)
+	fs.VisitAll(func(f *flag.Flag) {
+		if !before[f.Name] {
+			cf.names[f.Name] = true
+		}
+	})
+	return cf
+}
+
+// config completes and validates the configuration once fs was parsed.
+func (cf *configFlags) config(fs *flag.FlagSet) (config, error) {
+	c := cf.c
+	c.AllowEnv = cf.allow
+	m, err := permission.ParseMode(*cf.mode)
 	if err != nil {
 		return c, fmt.Errorf("--mode: %w", err)
 	}
 	c.Mode = m
-	c.APIKey = envOr(env, "DSH_API_KEY", envOr(env, "DEEPSEEK_API_KEY", ""))
-	return c, c.validate()
+	c.APIKey = envOr(cf.env, "DSH_API_KEY", envOr(cf.env, "DEEPSEEK_API_KEY", ""))
+	c.BaseURLSet = envOr(cf.env, "DSH_BASE_URL", "") != ""
+	c.ModelSet = envOr(cf.env, "DSH_MODEL", "") != ""
+	fs.Visit(func(f *flag.Flag) {
+		c.BaseURLSet = c.BaseURLSet || f.Name == "base-url"
+		c.ModelSet = c.ModelSet || f.Name == "model"
+	})
+	return c, errors.Join(c.validate(), cf.session.agentConfig(&c.Session))
+}
+
+// forwarded is the daemon flags set on fs, as arguments for the daemon
+// (each value of a repeated flag on its own), except those named in skip.
+func (cf *configFlags) forwarded(fs *flag.FlagSet, skip ...string) []string {
+	var args []string
+	fs.Visit(func(f *flag.Flag) {
+		if !cf.names[f.Name] || slices.Contains(skip, f.Name) {
+			return
+		}
+		if l, ok := f.Value.(*stringList); ok {
+			for _, v := range *l {
+				args = append(args, "--"+f.Name+"="+v)
+			}
+			return
+		}
+		args = append(args, "--"+f.Name+"="+f.Value.String())
+	})
+	return args
 }
 
 func (c config) validate() error {

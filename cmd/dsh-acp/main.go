@@ -2,7 +2,9 @@
 // arguments it serves the Agent Client Protocol on stdin/stdout, running an
 // LLM loop whose tools run shell commands shown as live terminal cards.
 //
-// Subcommands: `chat` (a terminal client) and `replay` (print a session).
+// Subcommands: `chat` (a terminal client), `sessions` (list the sessions
+// chat can resume), `replay` (print a session), `login` and `logout` (store
+// or remove an API key), `--version`.
 package main
 
 import (
@@ -14,6 +16,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime/debug"
 	"syscall"
 
 	"go.uber.org/zap"
@@ -22,14 +26,11 @@ import (
 	"github.com/dsh-acp/dsh-acp/acp"
 	"github.com/dsh-acp/dsh-acp/executor/local"
 	"github.com/dsh-acp/dsh-acp/internal/agent"
-	"github.com/dsh-acp/dsh-acp/internal/llm"
+	"github.com/dsh-acp/dsh-acp/internal/mcp"
 	"github.com/dsh-acp/dsh-acp/internal/permission"
 	"github.com/dsh-acp/dsh-acp/replay"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
-
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "0.1.0-dev"
 
 func main() {
 	os.Exit(run(os.Args[1:]))
@@ -42,8 +43,10 @@ func run(args []string) int {
 			return runChat(args[1:])
 		case "replay":
 			return runReplay(args[1:])
+		case "sessions":
+			return runSessions(args[1:])
 		case "version", "--version":
-			fmt.Println("dsh-acp", version)
+			printVersion(os.Stdout)
 			return 0
 		}
 	}
@@ -55,12 +58,25 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "dsh-acp:", err)
 		return 2
 	}
+	if cfg.Command != "" {
+		return runAuthCommand(cfg)
+	}
+	if isTerminal(os.Stdin) {
+		// A person, not an editor: say what this is instead of reading
+		// their typing as JSON-RPC.
+		fmt.Fprint(os.Stderr, bareHint)
+		return 2
+	}
 	if err := serve(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "dsh-acp:", err)
 		return 1
 	}
 	return 0
 }
+
+// bareHint is what `dsh-acp` run on a terminal prints.
+const bareHint = "dsh-acp is an ACP agent for editors such as Zed: it speaks JSON-RPC on stdin/stdout (see docs/zed.md).\n" +
+	"To use it from this terminal, run: dsh-acp chat\n"
 
 // serve wires the daemon and serves ACP on stdio until stdin closes, stdout
 // breaks, or SIGTERM/SIGINT/SIGHUP arrives.
@@ -81,9 +97,16 @@ func serve(cfg config) error {
 	// of killing the process; the server treats it as the end of the session.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 
+	if err := checkStateDir(cfg.StateDir); err != nil {
+		return err
+	}
+	models := newModelSource(cfg, log)
+	cred, model := models.current()
 	var secrets []string
-	if cfg.APIKey != "" {
-		secrets = append(secrets, cfg.APIKey)
+	for _, k := range []string{cfg.APIKey, cred.APIKey} {
+		if k != "" {
+			secrets = append(secrets, k)
+		}
 	}
 	ex, err := local.New(local.Config{
 		DefaultTimeout: cfg.Timeout,
@@ -107,21 +130,26 @@ func serve(cfg config) error {
 		DefaultTimeout:  cfg.Timeout,
 		MaxTimeout:      cfg.MaxTimeout,
 	})
-	var model agent.ModelClient
-	if cfg.APIKey != "" {
-		model = llm.New(llm.Config{BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, Model: cfg.Model, IdleTimeout: cfg.ModelIdle, Logger: log})
+	ver, _ := buildVersion(debug.ReadBuildInfo())
+	log.Info("serving", zap.String("version", ver), zap.Bool("model", model != nil),
+		zap.String("keySource", string(cred.Source)), zap.String("stateDir", cfg.StateDir))
+	if cred.SetAside != "" {
+		log.Warn("stored credential not used", zap.String("why", cred.SetAside))
 	}
-	log.Info("serving", zap.String("version", version), zap.Bool("model", model != nil), zap.String("stateDir", cfg.StateDir))
 	return acp.Serve(ctx, os.Stdin, os.Stdout, acp.Config{
 		Name:     "dsh-acp",
-		Version:  version,
+		Version:  ver,
 		Executor: ex,
 		Tools:    box,
 		Model:    model,
+		Auth:     &acp.AuthConfig{Model: models.Model, Logout: models.Logout, Command: executable()},
 		Agent: agent.Config{
-			MaxTurnRequests: cfg.MaxTurnRequests,
-			HistoryBudget:   cfg.HistoryBudget,
-			Logger:          log,
+			MaxTurnRequests:  cfg.MaxTurnRequests,
+			Model:            cfg.Model,
+			ContextWindow:    cfg.Session.ContextWindow,
+			CompactThreshold: cfg.Session.CompactThreshold,
+			Price:            cfg.Session.Price,
+			Logger:           log,
 		},
 		DefaultMode: cfg.Mode,
 		Store:       store,
@@ -129,6 +157,16 @@ func serve(cfg config) error {
 		SDKLogger:   slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		MaxLine:     cfg.MaxLine,
 		UserRules:   userRulesPath(),
+		TrustDir:    filepath.Join(cfg.StateDir, "trust"),
+		MCP: mcp.Config{
+			// The servers Zed names get what commands get: the daemon's
+			// environment without credentials, plus the variables Zed gives.
+			Env:         local.ScrubEnv(os.Environ(), cfg.AllowEnv, secrets),
+			Grace:       cfg.KillGrace,
+			OutputLimit: cfg.OutputLimit,
+			Spill:       ex,
+			Logger:      log,
+		},
 	})
 }
 

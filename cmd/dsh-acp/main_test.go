@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
+	"github.com/dsh-acp/dsh-acp/internal/eventually"
 )
 
 func TestMain(m *testing.M) {
@@ -27,7 +28,7 @@ func runBinary(t *testing.T, stdin string, args ...string) (stdout, stderr strin
 	bin := acptest.BuildBinary(t)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "DSH_STATE_DIR="+t.TempDir(), "DSH_API_KEY=", "DEEPSEEK_API_KEY=", "NO_COLOR=1")
+	cmd.Env = append(os.Environ(), "DSH_STATE_DIR="+t.TempDir(), "DSH_API_KEY=", "DEEPSEEK_API_KEY=", "NO_COLOR=1", "XDG_CONFIG_HOME="+t.TempDir())
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -65,13 +66,13 @@ func TestChatWithAnotherAgent(t *testing.T) {
 func TestReplaySubcommandByID(t *testing.T) {
 	bin := acptest.BuildBinary(t)
 	state := t.TempDir()
-	env := append(os.Environ(), "DSH_STATE_DIR="+state, "DSH_API_KEY=", "DEEPSEEK_API_KEY=", "NO_COLOR=1")
+	env := append(os.Environ(), "DSH_STATE_DIR="+state, "DSH_API_KEY=", "DEEPSEEK_API_KEY=", "NO_COLOR=1", "XDG_CONFIG_HOME="+t.TempDir())
 	chat := exec.Command(bin, "chat")
 	chat.Env, chat.Dir, chat.Stdin = env, t.TempDir(), strings.NewReader("!echo journaled\n")
 	if out, err := chat.CombinedOutput(); err != nil {
 		t.Fatalf("chat: %v\n%s", err, out)
 	}
-	files, _ := filepath.Glob(filepath.Join(state, "sessions", "*.jsonl"))
+	files, _ := filepath.Glob(filepath.Join(state, "chat", "sessions", "*.jsonl")) // chat sessions live apart from an editor's
 	if len(files) != 1 {
 		t.Fatalf("%d journals", len(files))
 	}
@@ -110,22 +111,18 @@ func TestConfigFlagsAndEnvironment(t *testing.T) {
 // waitOutput polls until out contains want.
 func waitOutput(t *testing.T, out *acptest.LockedBuffer, want string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(out.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("output never showed %q:\n%s", want, out.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually.True(t, 20*time.Second, func() bool { return strings.Contains(out.String(), want) },
+		"output never showed %q:\n%s", want, out)
 }
 
 // Ctrl-C cancels the running turn (the command's card ends failed), and
-// the chat still exits 0 at the end of its input; a second Ctrl-C exits.
+// the chat still exits 0 at the end of its input (the terminal semantics of
+// Ctrl-C are TestChatCtrlCOnATerminal's).
 func TestChatCtrlCCancelsTheTurn(t *testing.T) {
 	bin := acptest.BuildBinary(t)
 	cmd := exec.Command(bin, "chat")
 	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "DSH_STATE_DIR="+t.TempDir(), "DSH_API_KEY=", "DEEPSEEK_API_KEY=", "NO_COLOR=1")
+	cmd.Env = append(os.Environ(), "DSH_STATE_DIR="+t.TempDir(), "DSH_API_KEY=", "DEEPSEEK_API_KEY=", "NO_COLOR=1", "XDG_CONFIG_HOME="+t.TempDir())
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -149,5 +146,34 @@ func TestChatCtrlCCancelsTheTurn(t *testing.T) {
 	in.Close()
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("chat exit: %v\n%s", err, out.String())
+	}
+}
+
+// Configuration is resolved once, here: a card cap above what the journal
+// keeps is refused with the reason (a reloaded card must show what the live
+// one did), a relative XDG_STATE_HOME is ignored as the XDG spec says, and
+// `replay` reads nothing but where the state directory is (an invalid mode
+// in the environment does not stop it).
+func TestConfigResolvedOnce(t *testing.T) {
+	var usage bytes.Buffer
+	none := func(string) (string, bool) { return "", false }
+	_, err := parseConfig("dsh-acp", []string{"--card-output-limit", "3145728", "--state-dir", "/var/tmp/s"}, none, &usage)
+	if err == nil || !strings.Contains(err.Error(), "the journal keeps at most 2097152") {
+		t.Errorf("a 3 MiB card cap: %v", err)
+	}
+	rel := func(k string) (string, bool) {
+		if k == "XDG_STATE_HOME" {
+			return "relative/state", true
+		}
+		return "", false
+	}
+	if dir := defaultStateDir(rel); !filepath.IsAbs(dir) || strings.Contains(dir, "relative") {
+		t.Errorf("a relative XDG_STATE_HOME gave %q", dir)
+	}
+	state := t.TempDir()
+	yolo := map[string]string{"DSH_MODE": "yolo", "DSH_STATE_DIR": state}
+	_, err = loadForReplay("20260102T030405.000000Z-0000000000000001", func(k string) (string, bool) { v, ok := yolo[k]; return v, ok })
+	if err == nil || !strings.Contains(err.Error(), "no session") {
+		t.Errorf("replay with DSH_MODE=yolo: %v, want the unknown-session error", err)
 	}
 }

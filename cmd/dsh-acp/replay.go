@@ -7,6 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/internal/chat"
 	"github.com/dsh-acp/dsh-acp/internal/event"
+	"github.com/dsh-acp/dsh-acp/internal/mcp"
 	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/replay"
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -44,13 +47,17 @@ func runReplay(args []string) int {
 
 // printSession draws l the way session/load shows it to a client: the
 // events are settled as on load, presented by a replaying presenter with
-// the bash tools' own cards, sent through the wire encoding, and drawn by
+// the tools' own cards (MCP tools' as journaled), sent through the wire encoding, and drawn by
 // the chat client's renderer. Journal warnings follow as notices.
 func printSession(w io.Writer, l *replay.Loaded, color bool) error {
 	r := chat.NewRenderer(w, color)
 	h := l.Header
 	r.Notice("session %s in %s, started %s", h.ID, h.Cwd, h.Created.UTC().Format(time.RFC3339))
 	var sendErr error
+	cards := mcp.NewCards(tools.NewBash(nil, tools.Config{})) // presentation only: runs nothing
+	for k, v := range l.State {
+		cards.LearnState(k, v) // how each MCP tool's cards were drawn
+	}
 	p := presentation.NewPresenter(presentation.PresenterOptions{
 		Send: func(u sdk.SessionUpdate) {
 			wire, err := overTheWire(u)
@@ -60,7 +67,7 @@ func printSession(w io.Writer, l *replay.Loaded, color bool) error {
 			}
 			r.Update(wire)
 		},
-		Cards:  tools.NewBash(nil, tools.Config{}), // presentation only: runs nothing
+		Cards:  cards,
 		Caps:   presentation.Caps{Terminal: true},
 		Cwd:    l.Header.Cwd,
 		Replay: true,
@@ -95,7 +102,8 @@ func overTheWire(u sdk.SessionUpdate) (sdk.SessionUpdate, error) {
 }
 
 // loadForReplay reads a journal by path, or by session id from the state
-// directory. It reads no configuration but where the state directory is.
+// directory (the editor's sessions, then the chat's). It reads no
+// configuration but where the state directory is.
 func loadForReplay(arg string, env envLookup) (*replay.Loaded, error) {
 	if _, err := os.Stat(arg); err == nil {
 		return replay.LoadFile(arg)
@@ -103,15 +111,31 @@ func loadForReplay(arg string, env envLookup) (*replay.Loaded, error) {
 	if replay.ValidID(arg) != nil {
 		return nil, fmt.Errorf("%q is neither a journal file nor a session id", arg)
 	}
-	dir := envOr(env, "DSH_STATE_DIR", defaultStateDir(env))
-	store, err := replay.OpenStore(dir)
+	stateDir := envOr(env, "DSH_STATE_DIR", defaultStateDir(env))
+	var dirs []string
+	for _, d := range []string{stateDir, chatStateDir(stateDir)} {
+		sessions := filepath.Join(d, "sessions")
+		dirs = append(dirs, sessions)
+		if _, err := os.Stat(sessions); err != nil {
+			continue // nothing to open, and nothing is created
+		}
+		l, err := loadFrom(d, arg)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return l, err
+		}
+	}
+	return nil, fmt.Errorf("no session %s in %s (dsh-acp sessions lists them)", arg, strings.Join(dirs, " or "))
+}
+
+// loadFrom loads session id from the store of stateDir.
+func loadFrom(stateDir, id string) (*replay.Loaded, error) {
+	if err := checkStateDir(stateDir); err != nil {
+		return nil, err
+	}
+	store, err := replay.OpenStore(stateDir)
 	if err != nil {
 		return nil, err
 	}
 	defer store.Close()
-	l, err := store.Load(arg)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no session %s in %s", arg, dir)
-	}
-	return l, err
+	return store.Load(id)
 }

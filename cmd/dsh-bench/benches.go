@@ -56,8 +56,9 @@ func (h *harness) runs(div int) int {
 	return max(min(3, h.opt.runs), h.opt.runs/div)
 }
 
-// env is the daemon's environment: a private state directory, no model,
-// quiet logs, and extra settings (KEY=value) on top.
+// env is the daemon's environment: a private state directory, no model
+// (not even a key stored by dsh-acp login: its config directory is private
+// too), quiet logs, and extra settings (KEY=value) on top.
 func (h *harness) env(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -66,7 +67,7 @@ func (h *harness) env(extra ...string) []string {
 		}
 		env = append(env, kv)
 	}
-	env = append(env, "DSH_STATE_DIR="+filepath.Join(h.work, "state"), "DSH_LOG_LEVEL=error")
+	env = append(env, "DSH_STATE_DIR="+filepath.Join(h.work, "state"), "XDG_CONFIG_HOME="+filepath.Join(h.work, "config"), "DSH_LOG_LEVEL=error")
 	return append(env, extra...)
 }
 

@@ -27,9 +27,9 @@ const (
 	captureBytes     = 1 << 30
 )
 
-func newBenchExecutor(b *testing.B) *Executor {
+func newBenchExecutor(b *testing.B, limits Limits) *Executor {
 	b.Helper()
-	e, err := New(Config{StateDir: b.TempDir()})
+	e, err := New(Config{StateDir: b.TempDir(), Limits: limits})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -37,61 +37,48 @@ func newBenchExecutor(b *testing.B) *Executor {
 	return e
 }
 
-// BenchmarkForegroundTrue compares Run("true") with a bare
-// exec.Command("bash", "-c", "true").Run(), interleaving the two so machine
-// load hits both alike, and reports both medians and their ratio.
+// BenchmarkForegroundTrue compares Run("true") (with the process limits
+// where they apply, and without them) with a bare
+// exec.Command("bash", "-c", "true").Run(), rotating the order so machine
+// load hits all alike, and reports the medians and the ratio to bare.
 func BenchmarkForegroundTrue(b *testing.B) {
-	e := newBenchExecutor(b)
+	e, unlimited := newBenchExecutor(b, Limits{}), newBenchExecutor(b, Limits{Pids: -1, TotalPids: -1})
 	spec := executor.Spec{Command: "true", Workdir: b.TempDir(), Timeout: time.Minute}
-	b.ResetTimer()
-	base, ours, err := measureOverhead(e, spec, max(b.N, minOverheadCalls))
+	bash, err := exec.LookPath("bash")
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.StopTimer()
-	mb, mo := median(base), median(ours)
-	ratio := float64(mo) / float64(mb)
-	b.ReportMetric(float64(mb.Microseconds()), "bare-µs")
-	b.ReportMetric(float64(mo.Microseconds()), "run-µs")
-	b.ReportMetric(ratio, "ratio")
-	b.Logf("overhead of a foreground `true` (%d calls each): Run median %v, bare exec median %v, ratio %.2f (target ≤ %.2f)",
-		len(ours), mo, mb, ratio, overheadTarget)
-}
-
-// measureOverhead times n bare and n executor runs of spec, interleaved.
-func measureOverhead(e *Executor, spec executor.Spec, n int) (base, ours []time.Duration, err error) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		return nil, nil, err
-	}
-	for i := range n {
-		bare := func() error {
-			start := time.Now()
-			err := exec.Command(bash, "-c", spec.Command).Run()
-			base = append(base, time.Since(start))
-			return err
-		}
-		viaRun := func() error {
-			start := time.Now()
-			res, err := e.Run(context.Background(), spec, nil)
-			ours = append(ours, time.Since(start))
+	run := func(ex *Executor) func() error {
+		return func() error {
+			res, err := ex.Run(context.Background(), spec, nil)
 			if err == nil && res.ExitCode != 0 {
 				err = fmt.Errorf("exit %d", res.ExitCode)
 			}
 			return err
 		}
-		first, second := bare, viaRun
-		if i%2 == 1 {
-			first, second = viaRun, bare
-		}
-		if err := first(); err != nil {
-			return nil, nil, err
-		}
-		if err := second(); err != nil {
-			return nil, nil, err
+	}
+	sides := []func() error{func() error { return exec.Command(bash, "-c", spec.Command).Run() }, run(e), run(unlimited)}
+	times := make([][]time.Duration, len(sides))
+	b.ResetTimer()
+	for i := range max(b.N, minOverheadCalls) {
+		for k := range sides {
+			j := (k + i) % len(sides)
+			start := time.Now()
+			if err := sides[j](); err != nil {
+				b.Fatal(err)
+			}
+			times[j] = append(times[j], time.Since(start))
 		}
 	}
-	return base, ours, nil
+	b.StopTimer()
+	mb, mo, mu := median(times[0]), median(times[1]), median(times[2])
+	ratio := float64(mo) / float64(mb)
+	b.ReportMetric(float64(mb.Microseconds()), "bare-µs")
+	b.ReportMetric(float64(mo.Microseconds()), "run-µs")
+	b.ReportMetric(float64(mu.Microseconds()), "run-unlimited-µs")
+	b.ReportMetric(ratio, "ratio")
+	b.Logf("overhead of a foreground `true` (%d calls each): Run median %v, without process limits %v, bare exec median %v, ratio %.2f (target ≤ %.2f)",
+		len(times[1]), mo, mu, mb, ratio, overheadTarget)
 }
 
 func median(d []time.Duration) time.Duration {
@@ -105,7 +92,7 @@ func median(d []time.Duration) time.Duration {
 // whichever is more, interleaved; it reports median throughputs, their
 // ratio to the bare read, and the largest peak RSS growth while Run captured.
 func BenchmarkCapture(b *testing.B) {
-	e := newBenchExecutor(b)
+	e := newBenchExecutor(b, Limits{})
 	cmd := fmt.Sprintf("head -c %d /dev/zero", captureBytes)
 	spec := executor.Spec{Command: cmd, Workdir: b.TempDir(), Timeout: 10 * time.Minute}
 	var base, ours, live []time.Duration
@@ -151,7 +138,7 @@ func bareCapture(command string) (time.Duration, error) {
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}
-	buf := make([]byte, readBufSize)
+	buf := make([]byte, 64<<10)
 	for {
 		if _, err := out.Read(buf); err != nil {
 			break

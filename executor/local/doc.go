@@ -1,5 +1,6 @@
-// Package local is the default executor.Executor: it runs each command as
-// `bash -c` in a process of its own on this machine.
+// Package local is the plain executor: the task engine (executor/engine) on
+// a Spawner that runs each command as `bash -c` in a process of its own on
+// this machine, unconfined (executor.LevelOff only).
 //
 // # Processes
 //
@@ -10,40 +11,37 @@
 // than 64 KiB is fed on fd 3 and sourced (`bash -c '. /dev/fd/3' bash`), so
 // commands of any length run with `bash -c`'s $0 and exit semantics.
 //
-// Completion is decided by the leader's exit, observed with
-// waitid(WNOWAIT) so the leader stays an unreaped zombie and its pid (the
-// group id) cannot be recycled. Then leftovers (background jobs of a
-// finished command) get TERM, the pipes get a short window to drain, the
-// group gets KILL, and only then is the leader reaped; no signal is sent to
-// a group after that. `sleep 100 & echo hi` therefore returns at once, and
-// the sleep dies with the group.
+// The leader's exit is observed with waitid(WNOWAIT) (Linux; the per-OS code
+// lives in _linux.go files), so the leader stays an unreaped zombie and its
+// pid, the group id, cannot be recycled before the engine's last signal.
 //
-// Timeout, context cancellation, Kill, KillOwned and Shutdown all stop a
-// command the same way: TERM to the group, Config.Grace, KILL to the group.
+// Every process is started from one dedicated, locked OS thread that lives
+// as long as the Spawner: a parent-death signal is tied to the forking
+// thread, and executor/sandbox relies on bubblewrap's --die-with-parent.
 //
-// # Output
+// # Process limits
 //
-// Two goroutines drain stdout and stderr for the command's whole life and
-// never fail, so a child never blocks on a full pipe or dies of SIGPIPE
-// because of us. Output goes to bounded rings (Config.CaptureBytes each:
-// stdout, stderr and the interleaved stream for a foreground run; the
-// interleaved stream for a background task), so memory stays flat however
-// much a command prints. When the interleaved ring first would drop bytes, a
-// spill file is created (0600, O_EXCL|O_NOFOLLOW, in a 0700 per-owner
-// directory under <StateDir>/spill, all through an os.Root) and receives the
-// complete output from the start; past Config.SpillCap it is removed and
-// never advertised. A quiet command never touches the disk.
+// Where the daemon can make a pids cgroup, every command (a sandboxed one
+// too) is born in one of its own, below one cgroup for all of the daemon's
+// commands: Limits.Pids per command (1024), Limits.TotalPids for all of them
+// (4096, at most half of pid_max), so the daemon keeps a reserve. Below a
+// shared budget (a pids.max on the daemon's cgroup or above it: a container,
+// a systemd TasksMax) the daemon keeps a quarter of the room it finds at
+// start (at least 64 tasks, at most half) for its own threads and
+// processes; all commands share the rest and one gets at most half of
+// that, so a fork bomb can starve neither the daemon nor the other
+// commands. On cgroup
+// v2 (pids enabled for the daemon's cgroup) the child is placed with
+// CLONE_INTO_CGROUP; on v1 the spawn thread moves into the command's cgroup
+// before the fork, so the child is born in it either way, with no window.
+// The next command's cgroup is made, and on v1 entered, right after each
+// fork, off the spawn's path. A command that hit its limit ends with
+// Exit.LimitHit "pids" (its forks failed with EAGAIN; it was not killed).
+// Spawner.LimitsUnavailable says why no limit applies when none can be set.
 //
-// A live observer is fed by one delivery goroutine from a bounded pending
-// buffer, at most one batch per 10 ms while output streams; what it cannot
-// keep up with is dropped and counted in Chunk.Dropped.
-//
-// # Environment
-//
-// Commands get the daemon's environment (snapshotted by New) minus
-// credentials (see ScrubEnv), plus settings that keep tools from waiting on
-// a human (PAGER=cat, GIT_TERMINAL_PROMPT=0, TERM=dumb, CI=1, …) and the
-// marker DSH_ACP=1; Spec.Env is merged last, unscrubbed.
+// Spawner.Prepare and Spawner.Start are the two halves of Spawn, exported so
+// a wrapping spawner can put a program in front of bash (see
+// executor/sandbox).
 //
 // # What the daemon must do
 //
@@ -54,8 +52,16 @@
 // # Known limits
 //
 // A process that leaves the group on purpose (setsid, a double fork into a
-// new session) escapes the kill; only a PID namespace or a cgroup catches
-// it. If the daemon itself is SIGKILLed its process groups live on (no
-// parent-death signal: it covers only the direct child and is tied to the
-// forking thread). Root can still read a non-dumpable daemon's environment.
+// new session) escapes the kill; only a PID namespace (executor/sandbox) or
+// a cgroup catches it. If the daemon itself is SIGKILLed its process groups
+// live on. Root can still read a non-dumpable daemon's environment. Nothing
+// is confined: a command can read and write whatever the daemon's user can.
+// Without a writable pids cgroup (an unprivileged daemon on cgroup v1, or a
+// v2 cgroup whose pids controller is not delegated) commands run without a
+// process limit. On v1 a fork refused by the total limit is not reported as
+// the command's LimitHit. The shared budget is read once, at start: what
+// other processes in a shared cgroup start later comes out of the
+// daemon's reserve. On cgroup v2 the daemon's own cgroup must have the pids
+// controller enabled for its children (cgroup.subtree_control; e.g. a
+// systemd unit with Delegate=pids); the daemon does not enable it itself.
 package local

@@ -1,16 +1,12 @@
 package local
 
 import (
-	"bytes"
 	"context"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	evt "github.com/dsh-acp/dsh-acp/internal/eventually"
 )
 
 // testGrace is the TERM→KILL grace used by tests that do not care about it.
@@ -60,83 +56,8 @@ func run(t *testing.T, e *Executor, spec executor.Spec) executor.Result {
 	return res
 }
 
-// firstLinePID parses the pid a command printed as its first line (`echo $$`).
-func firstLinePID(t *testing.T, out []byte) int {
-	t.Helper()
-	line, _, _ := bytes.Cut(out, []byte("\n"))
-	pid, err := strconv.Atoi(strings.TrimSpace(string(line)))
-	if err != nil || pid <= 1 {
-		t.Fatalf("no pid on the first line of %q", out)
-	}
-	return pid
-}
-
-// liveInSession lists processes (not zombies) whose session or process
-// group is sid, read from /proc/*/stat.
-func liveInSession(sid int) []int {
-	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	var pids []int
-	for _, path := range dirs {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue // exited meanwhile
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 4 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		pgrp, _ := strconv.Atoi(f[2])
-		sess, _ := strconv.Atoi(f[3])
-		if pgrp == sid || sess == sid {
-			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// requireNoSurvivors fails unless every process of session sid is gone
-// within two seconds (SIGKILL was sent; a loaded kernel may need a moment).
-func requireNoSurvivors(t *testing.T, sid int) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		left := liveInSession(sid)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes of session %d survived: %v", sid, left)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// eventually polls cond (which must not block) until it holds or d passes.
+// eventually waits until cond (which must not block) holds, or fails after d.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// spillFiles lists the regular files under dir/spill.
-func spillFiles(t *testing.T, stateDir string) []string {
-	t.Helper()
-	var files []string
-	_ = filepath.WalkDir(filepath.Join(stateDir, "spill"), func(path string, d os.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			files = append(files, path)
-		}
-		return nil
-	})
-	return files
+	evt.True(t, d, cond, "timed out waiting for %s", what)
 }

@@ -1,24 +1,10 @@
 package local
 
 import (
-	"fmt"
 	"os"
 	"os/signal"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 )
-
-// MakeNonDumpable marks the calling process non-dumpable
-// (prctl PR_SET_DUMPABLE 0), so a command running as the same user cannot
-// read the daemon's environment (/proc/$PPID/environ) or memory. Root and
-// holders of CAP_SYS_PTRACE still can; only a PID namespace hides it. The
-// daemon calls it once at start; children are unaffected (exec resets it).
-func MakeNonDumpable() error {
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return fmt.Errorf("prctl PR_SET_DUMPABLE: %w", err)
-	}
-	return nil
-}
 
 // ResetSignalDispositions makes commands start with default SIGHUP and
 // SIGINT even when the daemon was started with them ignored. exec resets
@@ -28,7 +14,7 @@ func MakeNonDumpable() error {
 // daemon keeps ignoring the signal, its children no longer inherit the
 // ignore. The daemon calls it once at start.
 func ResetSignalDispositions() {
-	for _, sig := range []os.Signal{unix.SIGHUP, unix.SIGINT} {
+	for _, sig := range []os.Signal{syscall.SIGHUP, syscall.SIGINT} {
 		if signal.Ignored(sig) {
 			signal.Notify(make(chan os.Signal, 1), sig)
 		}

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sourcegraph/jsonrpc2"
 )
@@ -57,6 +58,7 @@ type Agent struct {
 	mu         sync.Mutex
 	changed    chan struct{} // closed and replaced on every inbound line
 	inbound    []json.RawMessage
+	replies    map[string]json.RawMessage // first response per id, keyed as on the wire
 	updates    []sessionUpdate
 	violations []string
 	responder  Responder
@@ -68,7 +70,9 @@ type Agent struct {
 // protocol violations, and logs the agent's stderr if the test failed.
 //
 // env entries are added to the test process's environment (later entries
-// win). Unless GORACE is set, the child gets GORACE=atexit_sleep_ms=0: a
+// win), after XDG_CONFIG_HOME set to a fresh temporary directory: an agent
+// never reads or writes the real user's configuration (stored credentials)
+// unless env says otherwise. Unless GORACE is set, the child gets GORACE=atexit_sleep_ms=0: a
 // race-enabled binary otherwise sleeps 1 s at every exit.
 // Agent→client requests are answered by DefaultResponder until SetResponder.
 func Start(t testing.TB, bin string, args []string, env []string) *Agent {
@@ -87,12 +91,13 @@ func Start(t testing.TB, bin string, args []string, env []string) *Agent {
 		exited:    make(chan struct{}),
 		stdoutEOF: make(chan struct{}),
 		changed:   make(chan struct{}),
+		replies:   map[string]json.RawMessage{},
 		responder: DefaultResponder,
 	}
 	a.exitTimeout.Store(int64(DefaultExitTimeout))
 	a.cmd = exec.Command(bin, args...)
 	a.cmd.Stdin, a.cmd.Stdout, a.cmd.Stderr = inR, outW, &a.stderr
-	a.cmd.Env = childEnv(env)
+	a.cmd.Env = childEnv(t, env)
 	a.cmd.WaitDelay = time.Second // a child holding stderr must not stall Wait
 	err = a.cmd.Start()
 	_ = inR.Close()
@@ -119,9 +124,10 @@ func Start(t testing.TB, bin string, args []string, env []string) *Agent {
 	return a
 }
 
-// childEnv is the test process's environment plus extra.
-func childEnv(extra []string) []string {
-	env := os.Environ()
+// childEnv is the test process's environment with a private
+// XDG_CONFIG_HOME, plus extra.
+func childEnv(t testing.TB, extra []string) []string {
+	env := append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
 	if _, set := os.LookupEnv("GORACE"); !set {
 		env = append(env, "GORACE=atexit_sleep_ms=0")
 	}
@@ -229,6 +235,18 @@ func (a *Agent) WaitUpdate(ctx context.Context, sessionID string, pred func(json
 	})
 }
 
+// WaitResponse returns the agent's first response whose id is the JSON
+// literal id (`7`, `"a"`), looking at what was received so far and then at
+// new messages; it fails as WaitUpdate does. Unlike WaitInbound it looks the
+// id up instead of scanning, so tests sending thousands of raw requests (see
+// WriteRaw) stay linear.
+func (a *Agent) WaitResponse(ctx context.Context, id string) (json.RawMessage, error) {
+	return a.wait(ctx, func() (json.RawMessage, bool) {
+		m, ok := a.replies[id]
+		return m, ok
+	})
+}
+
 // WaitInbound returns the first message from the agent for which pred
 // returns true, looking at what was received so far and then at new
 // messages. It fails as WaitUpdate does. pred runs with the Agent's lock
@@ -316,6 +334,8 @@ type wireMessage struct {
 // jsonrpc2 closes the whole connection on a line it cannot classify, so such
 // lines are recorded as protocol violations instead, and a response with a
 // null id (an error about a line the agent could not read) matches no call.
+// A line that is not valid UTF-8 is not JSON text (RFC 8259 §8.1), though
+// encoding/json accepts it: it is recorded as a violation, and kept.
 func (a *Agent) record(line []byte) bool {
 	line = bytes.Clone(line)
 	var m wireMessage
@@ -330,6 +350,9 @@ func (a *Agent) record(line []byte) bool {
 		a.violations = append(a.violations, fmt.Sprintf("non-JSON-RPC line on stdout (%v): %.200s", perr, line))
 		return false
 	}
+	if !utf8.Valid(line) {
+		a.violations = append(a.violations, fmt.Sprintf("invalid UTF-8 on stdout: %q", line[:min(len(line), 200)]))
+	}
 	a.inbound = append(a.inbound, line)
 	isRequest, isResponse := m.Method != nil, m.Result != nil || m.Error != nil
 	switch {
@@ -340,6 +363,10 @@ func (a *Agent) record(line []byte) bool {
 		a.updates = append(a.updates, sessionUpdate{SessionID: m.Params.SessionID, Update: m.Params.Update})
 	case isResponse && (m.ID == nil || string(m.ID) == "null"):
 		return false
+	case isResponse:
+		if _, seen := a.replies[string(m.ID)]; !seen {
+			a.replies[string(m.ID)] = line
+		}
 	}
 	return true
 }

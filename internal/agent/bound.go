@@ -3,65 +3,78 @@ package agent
 import (
 	"fmt"
 
+	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/llm"
 )
 
-// keepFactor bounds the history held in memory: at most keepFactor times
-// the history budget, counting each command output at no more than its
-// elided length (the least the conversation could ever be sent at). A
-// conversation that large is far past any model's context window, so a
-// request carrying it fails on every provider; dropping its oldest
-// messages loses nothing a model could still read, and a session of any
-// length — restored from a journal of 100 000 calls, or run that long —
-// holds a bounded history.
-const keepFactor = 8
+// keepChars bounds the history held in memory: a quarter more than the
+// largest context window the daemon knows (1M tokens) at four characters a
+// token, each command output counted at no more than its elided length
+// (the least it could be sent at). Compaction keeps a session that talks
+// to a model well under it; past it (a long run of `!` commands, a journal
+// written before compaction existed, 100 000 calls reloaded) no model
+// could read the oldest messages anyway, so they are dropped, whole calls
+// at a time, and a summary entry says so. Live and restored sessions fold
+// the same events through the same bound, so they keep the same messages.
+const keepChars = 5_000_000
 
-// droppedNote is the user message that stands for dropped messages.
+// droppedNote is what the summary entry says of dropped messages.
 const droppedNote = "[dsh-acp: the %d oldest messages of this conversation were dropped: it had outgrown what a model can read]"
 
-// bound is the history's memory bound: its counted size, the limit, and
-// how many messages were dropped so far.
+// bound is the history's memory bound.
 type bound struct {
-	limit   int // 0: unbounded
-	size    int // sum of entryCost over entries
-	dropped int // messages dropped; entries[0] is the note when > 0
+	limit int // in entryCost units; 0: unbounded
+	size  int // entryCost summed over the entries
+	// base is how many entries the bound removed, net of the summary
+	// entry it added: a compaction's entry indices are kept in the
+	// unbounded history's numbering (see virtual), so that a journal
+	// written with or without the bound restores alike.
+	base int
+	// dropped counts the messages the current note stands for; note is
+	// its text (entries[0] when it is still there), summary the earlier
+	// summary it follows, if any.
+	dropped       int
+	note, summary string
 }
 
-func newBound(budget int) bound { return bound{limit: keepFactor * budget} }
+func newBound() bound { return bound{limit: keepChars} }
 
 // entryCost is an entry's share of the bound: its size, a command output
 // counted at no more than its elided length.
 func entryCost(e entry) int {
 	n := msgSize(e.msg)
-	if e.output {
-		n = min(n, elideBytes+128)
+	if e.isOutput() {
+		n = min(n, (elideHead+elideTail)*elideLineKeep+128)
 	}
 	return n
 }
 
 // enforce drops the oldest messages once the history is over its limit,
 // down to three quarters of it, keeping every assistant message with its
-// tool results. It waits while calls are pending, so that no result can
-// lose the message that made its call.
+// tool results and a summary at the front. It waits while calls are
+// pending, so that no result can lose the message that made its call.
 func (h *history) enforce() {
 	b := &h.bound
-	if b.limit <= 0 || b.size <= b.limit || len(h.pending) > 0 {
+	if b.limit <= 0 || b.size <= b.limit || len(h.pending) > 0 || len(h.entries) < 2 {
 		return
 	}
-	start := 0
-	if b.dropped > 0 {
-		start = 1 // the note stays, updated
+	start := 0 // the first entry that may go
+	if h.entries[0].kind == kindSummary {
+		start = 1
+		if h.entries[0].msg.Content != b.note { // a compaction's summary: the note follows it
+			b.summary, b.dropped = h.entries[0].msg.Content, 0
+		}
+	} else {
+		b.summary, b.dropped = "", 0
 	}
-	target := b.limit / 4 * 3
 	size, k := b.size, start
-	for i := start; size > target; {
-		// One group: a message and the tool results that follow it.
-		j := i + 1
+	for i := start; size > b.limit/4*3; {
+		j := i + 1 // one group: a message and the tool results that follow it
 		for j < len(h.entries) && h.entries[j].msg.Role == llm.RoleTool {
 			j++
 		}
 		if j >= len(h.entries) {
-			break // the last group stays
+			break // the newest group stays
 		}
 		for ; i < j; i++ {
 			size -= entryCost(h.entries[i])
@@ -75,16 +88,59 @@ func (h *history) enforce() {
 		size -= entryCost(h.entries[0])
 	}
 	b.dropped += k - start
-	note := entry{msg: llm.Message{Role: llm.RoleUser, Content: fmt.Sprintf(droppedNote, b.dropped)}}
-	b.size = size + entryCost(note)
+	b.note = fmt.Sprintf(droppedNote, b.dropped)
+	if b.summary != "" {
+		b.note = b.summary + "\n\n" + b.note
+	}
+	summary := entry{kind: kindSummary, msg: llm.Message{Role: llm.RoleUser, Content: b.note}}
+	b.size = size + entryCost(summary)
+	b.base += k - 1
 	old := len(h.entries)
-	h.entries[0] = note
+	h.entries[0] = summary
 	h.entries = append(h.entries[:1], h.entries[k:]...)
 	clear(h.entries[len(h.entries):old]) // let the dropped messages go
 	switch {
 	case h.promptAt >= k:
 		h.promptAt -= k - 1
 	case h.promptAt >= 0:
-		h.promptAt = 0 // the open turn's start was dropped: the note stands for it
+		h.promptAt = -1 // the open turn's prompt is in the summary now
 	}
+}
+
+// virtual puts a compaction planned on this history into the unbounded
+// history's numbering, before it is recorded.
+func (h *history) virtual(c *event.Compaction) {
+	if c.ElideBefore > 0 {
+		c.ElideBefore += h.bound.base
+	}
+	if c.SummaryBefore > 0 {
+		c.SummaryBefore += h.bound.base
+	}
+}
+
+// physical turns a recorded compaction's entry counts into this history's
+// numbering; summary is false when the entries it summarizes are already
+// gone (the bound's summary stands for them).
+func (h *history) physical(c event.Compaction) (elideBefore, summaryBefore int, summary bool) {
+	base := h.bound.base
+	elideBefore = max(c.ElideBefore-base, 0)
+	if c.SummaryBefore <= 0 {
+		return elideBefore, 0, false
+	}
+	if k := c.SummaryBefore - base; k >= 1 {
+		h.bound.base = 0 // the summary replaces what the bound left of those entries too
+		return elideBefore, k, true
+	}
+	h.bound.base = base - (c.SummaryBefore - 1)
+	return elideBefore, 0, false
+}
+
+// recount sums the bound's size afresh (after a compaction rewrote
+// entries).
+func (h *history) recount() {
+	n := 0
+	for _, e := range h.entries {
+		n += entryCost(e)
+	}
+	h.bound.size = n
 }

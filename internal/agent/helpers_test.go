@@ -60,13 +60,13 @@ func (r *recorder) setHook(h func(event.Event)) {
 	r.hook = h
 }
 
-// kinds names the events' types, without the deltas and output, for compact
-// sequence assertions.
+// kinds names the events' types, without the deltas, output and usage, for
+// compact sequence assertions.
 func kinds(evs []event.Event) string {
 	var out []string
 	for _, e := range evs {
 		switch e := e.(type) {
-		case event.TextDelta, event.ThoughtDelta, event.ToolOutput:
+		case event.TextDelta, event.ThoughtDelta, event.ToolOutput, event.Usage:
 			continue
 		case event.ToolCall:
 			out = append(out, "ToolCall("+e.ID+")")

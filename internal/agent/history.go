@@ -12,26 +12,51 @@ import (
 
 // history is a session's conversation, built only by folding events through
 // apply: the live loop records each event and applies it, Restore applies the
-// journal's, so both arrive at the same messages.
+// journal's, so both arrive at the same messages — compactions included,
+// since a compaction is an event too (see compact.go).
 type history struct {
 	entries []entry
 	// promptAt is the index of the open turn's prompt message, -1 when no
-	// turn is open or the turn has none (a direct command).
+	// turn is open or the turn has none (a direct command, or a prompt a
+	// compaction summarized).
 	promptAt int
 	// answered reports that the open turn has had a model response; until
 	// then, delivered notices go before the prompt.
 	answered bool
 	// pending are the calls awaiting their result, in call order.
 	pending []pendingCall
-	bound   bound // what is kept in memory (bound.go)
+	// acct is the token accounting the Usage and Compaction events carry.
+	acct *ledger
+	// announced is the digest of the project instructions last shown.
+	announced string
+	bound     bound // what is kept in memory (bound.go)
 }
 
+// entryKind is what an entry of the history is, for compaction.
+type entryKind uint8
+
+const (
+	kindPrompt    entryKind = iota // the user's prompt
+	kindNotice                     // a queued notice, delivered
+	kindAssistant                  // a model response
+	kindOutput                     // a tool call's result (role tool)
+	kindDirect                     // a direct command and its result (role user): a turn of its own
+	kindSummary                    // a compaction's summary of earlier turns
+)
+
 type entry struct {
-	msg llm.Message
-	// output marks a command's output, which may be elided when the
-	// conversation outgrows its budget.
-	output bool
+	msg  llm.Message
+	kind entryKind
+	// elided marks an output a compaction has cut to its first and last
+	// lines (or considered and left, when it was short).
+	elided bool
 }
+
+// isOutput reports whether e is command output a compaction may elide.
+func (e entry) isOutput() bool { return e.kind == kindOutput || e.kind == kindDirect }
+
+// startsTurn reports whether e opens a turn of the user's.
+func (e entry) startsTurn() bool { return e.kind == kindPrompt || e.kind == kindDirect }
 
 type pendingCall struct {
 	id, name string
@@ -39,17 +64,16 @@ type pendingCall struct {
 	direct   bool
 }
 
-// newHistory returns an empty history for a session whose model reads
-// about budget characters of it (see keepFactor).
-func newHistory(budget int) history { return history{promptAt: -1, bound: newBound(budget)} }
+// newHistory is an empty history accounting into acct.
+func newHistory(acct *ledger) history { return history{promptAt: -1, acct: acct, bound: newBound()} }
 
 // apply folds one event into the history. Events without a bearing on the
-// conversation (deltas, output, error messages) are ignored, as are results
-// for calls that are not pending.
+// conversation (deltas, output, messages for the user) are ignored, as are
+// results for calls that are not pending.
 func (h *history) apply(ev event.Event) {
 	switch e := ev.(type) {
 	case event.UserPrompt:
-		h.append(entry{msg: llm.Message{Role: llm.RoleUser, Content: e.Text}})
+		h.append(entry{kind: kindPrompt, msg: llm.Message{Role: llm.RoleUser, Content: e.Text}})
 		h.promptAt, h.answered = len(h.entries)-1, false
 	case event.Notice:
 		h.addNotice(e.Text)
@@ -64,6 +88,13 @@ func (h *history) apply(ev event.Event) {
 		h.addResult(e)
 	case event.TurnEnd:
 		h.promptAt, h.answered = -1, false
+	case event.Compaction:
+		h.compact(e)
+		h.acct.compacted(e)
+	case event.Usage:
+		h.acct.used(e)
+	case event.Instructions:
+		h.announced = e.Digest
 	}
 }
 
@@ -77,7 +108,7 @@ func (h *history) append(e entry) {
 // turn's prompt (the model reads: history, notices, prompt); later ones go at
 // the end, after the tool results they followed.
 func (h *history) addNotice(text string) {
-	e := entry{msg: llm.Message{Role: llm.RoleUser, Content: text}}
+	e := entry{kind: kindNotice, msg: llm.Message{Role: llm.RoleUser, Content: text}}
 	if h.promptAt < 0 || h.answered {
 		h.append(e)
 		return
@@ -101,7 +132,7 @@ func (h *history) addAssistant(e event.AssistantMessage) {
 		m.ToolCalls = append(m.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Args: argsText(c.Args)})
 		h.pending = append(h.pending, pendingCall{id: c.ID, name: c.Name, args: c.Args})
 	}
-	h.append(entry{msg: m})
+	h.append(entry{kind: kindAssistant, msg: m})
 }
 
 // openDirect starts a direct command: its prompt ("!cmd") gives way to the
@@ -128,10 +159,10 @@ func (h *history) addResult(e event.ToolResult) {
 		text = "(no output)"
 	}
 	if p.direct {
-		h.append(entry{output: true, msg: llm.Message{Role: llm.RoleUser, Content: directMessage(p.args, text)}})
+		h.append(entry{kind: kindDirect, msg: llm.Message{Role: llm.RoleUser, Content: directMessage(p.args, text)}})
 		return
 	}
-	h.append(entry{output: true, msg: llm.Message{Role: llm.RoleTool, ToolCallID: p.id, Content: text}})
+	h.append(entry{kind: kindOutput, msg: llm.Message{Role: llm.RoleTool, ToolCallID: p.id, Content: text}})
 }
 
 func (h *history) pendingIndex(id string) int {
@@ -152,17 +183,15 @@ func directMessage(args json.RawMessage, result string) string {
 	return fmt.Sprintf("The user ran this command directly (not a call of yours):\n$ %s\n\nIts result:\n%s", a.Command, result)
 }
 
-// messages is the conversation as sent to the model: the system prompt, then
-// the history with old command output elided when the whole exceeds budget
-// characters, reasoning kept only on tool-call messages (and not at all
-// unless keepReasoning), and consecutive user messages merged.
-func (h *history) messages(system string, budget int, keepReasoning bool) []llm.Message {
-	contents := h.elided(budget)
+// messages is the conversation as sent to the model: the system prompt,
+// then the history, reasoning kept only on tool-call messages (and not at
+// all unless keepReasoning), and consecutive user messages merged. What a
+// compaction changed is already in the entries.
+func (h *history) messages(system string, keepReasoning bool) []llm.Message {
 	out := make([]llm.Message, 0, len(h.entries)+1)
 	out = append(out, llm.Message{Role: llm.RoleSystem, Content: system})
-	for i, e := range h.entries {
+	for _, e := range h.entries {
 		m := e.msg
-		m.Content = contents[i]
 		if !keepReasoning {
 			m.Reasoning = ""
 		}
@@ -176,71 +205,33 @@ func (h *history) messages(system string, budget int, keepReasoning bool) []llm.
 	return out
 }
 
-// Elision keeps this many lines (and bytes) of an old output.
-const (
-	elideLines = 10
-	elideBytes = 2000
-)
-
-// elided returns each entry's content, with the oldest command outputs cut
-// to their first lines when the conversation exceeds budget, until it is
-// within three quarters of it. The open turn's messages are never cut. The
-// result depends only on the entries, so it is stable as the history grows.
-func (h *history) elided(budget int) []string {
-	contents := make([]string, len(h.entries))
-	total := 0
-	for i, e := range h.entries {
-		contents[i] = e.msg.Content
-		total += msgSize(e.msg)
-	}
-	if budget <= 0 || total <= budget {
-		return contents
-	}
-	protect := len(h.entries)
-	if h.promptAt >= 0 {
-		protect = h.promptAt
-	}
-	target := budget / 4 * 3
-	for i := 0; i < protect && total > target; i++ {
-		if !h.entries[i].output {
-			continue
+// compact applies a compaction: the outputs before c.ElideBefore are
+// elided, then the first c.SummaryBefore entries give way to one summary
+// message. The dropped entries are released.
+func (h *history) compact(c event.Compaction) {
+	defer h.recount()
+	elideBefore, summaryBefore, summary := h.physical(c)
+	for i := range min(elideBefore, len(h.entries)) {
+		e := &h.entries[i]
+		if e.isOutput() && !e.elided {
+			e.msg.Content = elide(e.msg.Content)
+			e.elided = true
 		}
-		short := elide(contents[i])
-		total -= len(contents[i]) - len(short)
-		contents[i] = short
 	}
-	return contents
-}
-
-// msgSize approximates a message's share of the context, in characters.
-func msgSize(m llm.Message) int {
-	n := len(m.Content) + len(m.Reasoning)
-	for _, c := range m.ToolCalls {
-		n += len(c.Name) + len(c.Args)
+	k := min(summaryBefore, len(h.entries))
+	if !summary || k <= 0 {
+		return
 	}
-	return n
-}
-
-func elide(s string) string {
-	lines := strings.SplitAfter(s, "\n")
-	if len(lines) <= elideLines && len(s) <= elideBytes {
-		return s
+	kept := make([]entry, 0, len(h.entries)-k+1)
+	kept = append(kept, entry{kind: kindSummary, msg: llm.Message{Role: llm.RoleUser, Content: summaryMessage(c)}})
+	h.entries = append(kept, h.entries[k:]...)
+	switch {
+	case h.promptAt < 0:
+	case h.promptAt < k:
+		h.promptAt = -1 // the open turn's prompt is in the summary now
+	default:
+		h.promptAt += 1 - k
 	}
-	keep := strings.Join(lines[:min(elideLines, len(lines))], "")
-	if len(keep) > elideBytes {
-		keep = strings.ToValidUTF8(keep[:elideBytes], "")
-	}
-	total := strings.Count(s, "\n")
-	if !strings.HasSuffix(s, "\n") {
-		total++
-	}
-	rest := total - strings.Count(keep, "\n")
-	short := fmt.Sprintf("%s\n[older output elided: %d more lines; run the command again if you need them]",
-		strings.TrimRight(keep, "\n"), rest)
-	if len(short) >= len(s) {
-		return s
-	}
-	return short
 }
 
 // eventArgs is the journal-safe form of arguments as the model sent them:

@@ -9,8 +9,10 @@ import (
 // PromptBlock is one block of a user prompt, shaped like ACP's content
 // blocks without depending on the ACP SDK.
 type PromptBlock struct {
-	// Type is "text", "resource_link", "resource" (an embedded resource), or
-	// another ACP block type (rendered as a placeholder).
+	// Type is "text", "resource_link", "resource" (an embedded text
+	// resource), "blob" (an embedded binary resource: only its URI is
+	// given to the model), or another ACP block type such as "image" or
+	// "audio" (rendered as a placeholder; see Unsent).
 	Type string
 	// Text is a text block's text, or an embedded resource's contents.
 	Text string
@@ -36,6 +38,9 @@ func RenderPrompt(blocks []PromptBlock) string {
 		case "resource":
 			body.WriteString(mention(b))
 			writeResource(&ctx, b)
+		case "blob":
+			body.WriteString(mention(b))
+			fmt.Fprintf(&body, " [binary content not attached: this agent reads text only]")
 		default:
 			fmt.Fprintf(&body, "[%s content omitted: this agent reads text only]", b.Type)
 		}
@@ -69,4 +74,27 @@ func writeResource(w *strings.Builder, b PromptBlock) {
 		}
 	}
 	w.WriteString("</file>\n")
+}
+
+// Unsent names the blocks whose content the model is not given (images,
+// audio, binary resources, unknown types), one short phrase each, in order;
+// nil when every block reaches the model.
+func Unsent(blocks []PromptBlock) []string {
+	var out []string
+	for _, b := range blocks {
+		switch b.Type {
+		case "text", "resource_link", "resource":
+		case "blob":
+			out = append(out, "the binary content of "+mention(b))
+		default:
+			out = append(out, "an "+b.Type+" block")
+		}
+	}
+	return out
+}
+
+// unsentNote tells the user what of their prompt the model did not get.
+func unsentNote(unsent []string) string {
+	return "Not sent to the model (this agent reads text only): " + strings.Join(unsent, ", ") +
+		". The model was told something was left out.\n\n"
 }

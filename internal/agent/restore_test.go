@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -163,60 +162,5 @@ func TestRestoreReplacesHistory(t *testing.T) {
 	f.prompt(t, t.Context(), "new")
 	if got := conversation(f.srv.Last()); got != "user: \"old\"\nassistant: \"reply\"\nuser: \"new\"\n" {
 		t.Errorf("request:\n%s", got)
-	}
-}
-
-func TestHistoryElidesOldOutput(t *testing.T) {
-	lines := testTool{name: "lines", run: func(_ context.Context, call tools.Call) event.Result {
-		var b strings.Builder
-		for i := 1; i <= 50; i++ {
-			fmt.Fprintf(&b, "%s line %02d of output\n", textArg(call), i)
-		}
-		return event.Result{Text: b.String()}
-	}}
-	var script []llmtest.Response
-	for i := 1; i <= 3; i++ {
-		id := fmt.Sprintf("c%d", i)
-		script = append(script,
-			llmtest.Calls(llmtest.Call{ID: id, Name: "lines", Args: `{"text":"` + id + `"}`}),
-			llmtest.Reply("ok"))
-	}
-	script = append(script, llmtest.Reply("ok"))
-	f := newFixture(t, options{box: box{lines}, cfg: agent.Config{HistoryBudget: 2000}}, script...)
-	for i := 1; i <= 4; i++ {
-		f.prompt(t, t.Context(), fmt.Sprintf("turn %d", i))
-	}
-	reqs := f.srv.Requests()
-	toolText := func(r llmtest.Request, id string) string {
-		for _, m := range r.Messages {
-			if m.ToolCallID == id {
-				return m.Content
-			}
-		}
-		t.Fatalf("no tool message %s in\n%s", id, r)
-		return ""
-	}
-	elided := "[older output elided: 40 more lines; run the command again if you need them]"
-	tests := []struct {
-		req        int
-		id         string
-		wantElided bool
-	}{
-		{1, "c1", false}, // the open turn is never cut
-		{3, "c1", true},
-		{3, "c2", false},
-		{5, "c1", true},
-		{5, "c2", true},
-		{5, "c3", false},
-		{6, "c3", true},
-	}
-	for _, tt := range tests {
-		got := toolText(reqs[tt.req], tt.id)
-		if strings.Contains(got, elided) != tt.wantElided {
-			t.Errorf("request %d, %s: elided = %v, want %v:\n%s", tt.req, tt.id, !tt.wantElided, tt.wantElided, got)
-		}
-		if tt.wantElided && !strings.HasPrefix(got, tt.id+" line 01 of output\n") {
-			t.Errorf("elided output lost its first lines: %q", got)
-		}
 	}
 }

@@ -34,11 +34,9 @@ type Toolbox interface {
 	PromptSection() string
 }
 
-// Defaults for zero Config fields.
-const (
-	DefaultMaxTurnRequests = 50
-	DefaultHistoryBudget   = 300_000
-)
+// DefaultMaxTurnRequests bounds a turn's model requests when
+// Config.MaxTurnRequests is zero.
+const DefaultMaxTurnRequests = 50
 
 // Config tunes a Session. Zero fields take the defaults.
 type Config struct {
@@ -48,9 +46,20 @@ type Config struct {
 	// MaxTurnRequests bounds the model requests of one turn
 	// (DefaultMaxTurnRequests); past it the turn ends max_turn_requests.
 	MaxTurnRequests int
-	// HistoryBudget is the conversation size, in characters, past which old
-	// command output is elided to its first lines (DefaultHistoryBudget).
-	HistoryBudget int
+	// Model is the model the session asks for at first ("": the client's
+	// own, when it names one); SetModel changes it.
+	Model string
+	// ContextWindow is a model's context window, in tokens (nil:
+	// ContextWindow, the built-in table, else DefaultContextWindow).
+	ContextWindow func(model string) int
+	// CompactThreshold is the share of the window past which the history
+	// is compacted before a request (DefaultCompactThreshold; at most 0.95).
+	CompactThreshold float64
+	// Price, when set, gives usage a cost.
+	Price *Price
+	// InstructionsLimit caps the AGENTS.md text in the system prompt, in
+	// bytes (DefaultInstructionsLimit); negative reads none.
+	InstructionsLimit int
 	// OmitToolCallReasoning stops sending back the reasoning of messages that
 	// made tool calls. By default it is sent back (DeepSeek's thinking mode
 	// rejects a conversation whose tool-call messages lost it); the
@@ -72,8 +81,13 @@ type Session struct {
 	log      *zap.Logger
 	base     string // the rendered base system prompt
 
-	turn chan struct{} // holds a token while a turn (or Restore) runs
-	hist history       // guarded by turn
+	turn   chan struct{} // holds a token while a turn (or Restore) runs
+	hist   history       // guarded by turn
+	system string        // this turn's system prompt; guarded by turn
+	acct   *ledger       // the history's accounting, readable without the turn
+
+	modelMu   sync.Mutex
+	modelName string
 
 	noticeMu sync.Mutex
 	notices  []string
@@ -91,11 +105,20 @@ func NewSession(id, cwd string, model ModelClient, box Toolbox, sink event.Sink,
 	if cfg.MaxTurnRequests <= 0 {
 		cfg.MaxTurnRequests = DefaultMaxTurnRequests
 	}
-	if cfg.HistoryBudget <= 0 {
-		cfg.HistoryBudget = DefaultHistoryBudget
-	}
 	if c, ok := model.(*llm.Client); ok && c == nil {
 		model = nil // a typed nil is as good as none
+	}
+	if cfg.ContextWindow == nil {
+		cfg.ContextWindow = ContextWindow
+	}
+	if cfg.CompactThreshold <= 0 || cfg.CompactThreshold > 0.95 {
+		cfg.CompactThreshold = DefaultCompactThreshold
+	}
+	if cfg.InstructionsLimit == 0 {
+		cfg.InstructionsLimit = DefaultInstructionsLimit
+	}
+	if named, ok := model.(interface{ Model() string }); ok && cfg.Model == "" {
+		cfg.Model = named.Model()
 	}
 	if box == nil {
 		box = emptyBox{}
@@ -109,11 +132,17 @@ func NewSession(id, cwd string, model ModelClient, box Toolbox, sink event.Sink,
 	}
 	s := &Session{
 		id: id, cwd: cwd, model: model, box: box, sink: sink, approver: approver, cfg: cfg,
-		log:  log.With(zap.String("session", id)),
-		turn: make(chan struct{}, 1),
-		hist: newHistory(cfg.HistoryBudget),
+		log:       log.With(zap.String("session", id)),
+		turn:      make(chan struct{}, 1),
+		acct:      &ledger{},
+		modelName: cfg.Model,
 	}
+	s.hist = newHistory(s.acct)
 	s.base = renderBase(cfg.SystemPrompt, cwd)
+	s.system = s.base
+	if sec := box.PromptSection(); sec != "" {
+		s.system += "\n\n" + sec
+	}
 	return s
 }
 
@@ -175,8 +204,9 @@ func (s *Session) record(ev event.Event) {
 }
 
 // Restore replaces the history with the one the recorded events describe
-// (UserPrompt, Notice, AssistantMessage, ToolCall, ToolResult, TurnEnd;
-// others are ignored), exactly as the live session had it. The events pass
+// (UserPrompt, Notice, AssistantMessage, ToolCall, ToolResult, TurnEnd,
+// Compaction, Usage, Instructions; others are ignored), exactly as the live
+// session had it, compactions included. The events pass
 // through replay's Settler first, so a call that never got a result (the
 // daemon died mid-call) is answered as a replay shows it; Restore returns
 // those synthetic results, in order. It waits for a running turn to end.
@@ -202,7 +232,8 @@ type Restorer struct {
 // holds the session until Done.
 func (s *Session) BeginRestore() *Restorer {
 	s.turn <- struct{}{}
-	s.hist = newHistory(s.cfg.HistoryBudget)
+	s.acct.reset()
+	s.hist = newHistory(s.acct)
 	r := &Restorer{s: s}
 	r.settler = replay.NewSettler(func(ev event.Event) error {
 		r.emitted = append(r.emitted, ev)
@@ -237,15 +268,6 @@ func (r *Restorer) collect(n int) {
 			r.made = append(r.made, res)
 		}
 	}
-}
-
-// systemPrompt is the base prompt plus the tools' section.
-func (s *Session) systemPrompt() string {
-	sec := s.box.PromptSection()
-	if sec == "" {
-		return s.base
-	}
-	return s.base + "\n\n" + sec
 }
 
 func (s *Session) toolDefs() []llm.ToolDef {

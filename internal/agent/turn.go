@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -17,7 +18,11 @@ import (
 // Prompt runs one turn for the user's prompt (already rendered to text; see
 // RenderPrompt): model requests and tool calls until the model answers
 // without tool calls, the turn limit is reached, the provider stops it, or
-// ctx is cancelled. It emits UserPrompt first and TurnEnd last.
+// ctx is cancelled. It emits UserPrompt first and TurnEnd last; right after
+// the UserPrompt, an Instructions event when the project's AGENTS.md files
+// (read again at the start of every turn) differ from those last shown.
+// Each model response is followed by a Usage event; a compaction, when one
+// is due, is a Compaction event before the request it made room for.
 //
 // Provider failures are told to the user (an ErrorMessage) and end the turn
 // with EndTurn; they are not errors. A cancelled ctx ends it with Cancelled,
@@ -25,12 +30,30 @@ import (
 // session itself; there are none today. If ctx ends while another turn
 // still runs, Prompt returns Cancelled without emitting anything.
 func (s *Session) Prompt(ctx context.Context, text string) (event.StopReason, error) {
+	return s.prompt(ctx, text, nil)
+}
+
+// PromptBlocks runs one turn for the user's prompt blocks, as Prompt does
+// for their rendering (RenderPrompt). Content the model cannot be given
+// (an image, audio, a binary resource) is named in the text the model
+// reads and told to the user in an Info event, after the UserPrompt.
+func (s *Session) PromptBlocks(ctx context.Context, blocks []PromptBlock) (event.StopReason, error) {
+	return s.prompt(ctx, RenderPrompt(blocks), Unsent(blocks))
+}
+
+func (s *Session) prompt(ctx context.Context, text string, unsent []string) (event.StopReason, error) {
 	if !s.acquire(ctx) {
 		return event.Cancelled, nil
 	}
 	defer s.release()
 	start := time.Now()
 	s.record(event.UserPrompt{Text: text})
+	if len(unsent) > 0 {
+		s.record(event.Info{Text: unsentNote(unsent)})
+	}
+	if info, changed := s.refreshSystem(); changed {
+		s.record(info)
+	}
 	stop, requests := s.runTurn(ctx)
 	s.record(event.TurnEnd{StopReason: stop})
 	s.log.Info("turn ended", zap.String("stopReason", string(stop)),
@@ -57,22 +80,36 @@ func (s *Session) runTurn(ctx context.Context) (event.StopReason, int) {
 }
 
 // step makes one model request and runs the calls it asks for. done reports
-// that the turn is over, for the reason stop.
+// that the turn is over, for the reason stop. A request that would pass
+// the compaction threshold is compacted first; one the provider refuses as
+// too long is compacted and sent again, once.
 func (s *Session) step(ctx context.Context) (stop event.StopReason, done bool) {
 	s.deliverNotices()
-	req := llm.Request{
-		Messages: s.hist.messages(s.systemPrompt(), s.cfg.HistoryBudget, !s.cfg.OmitToolCallReasoning),
-		Tools:    s.toolDefs(),
-		// The user sees a retry as it happens, not only a late failure.
-		OnRetry: func(r llm.RetryInfo) {
-			s.sink.Emit(event.ErrorMessage{Text: "\n[model provider: " + r.String() + "]\n"})
-		},
+	model := s.Model()
+	req := s.request(model)
+	if s.acct.tokens(requestSize(req)) > s.threshold(model) {
+		s.compact(ctx, s.newJob(event.CompactThreshold, model, req, nil))
+		if ctx.Err() != nil {
+			return event.Cancelled, true
+		}
+		req = s.request(model)
 	}
-	start := time.Now()
-	resp, err := s.model.Stream(ctx, req, s.emitDelta)
-	s.log.Debug("model response", zap.Int("messages", len(req.Messages)),
-		zap.String("finish", string(resp.FinishReason)), zap.Int("toolCalls", len(resp.ToolCalls)),
-		zap.Bool("failed", err != nil), zap.Duration("elapsed", time.Since(start)))
+	resp, err := s.stream(ctx, req)
+	if tooLong := contextTooLong(ctx, err); tooLong != nil {
+		if _, ok := s.compact(ctx, s.newJob(event.CompactTooLong, model, req, tooLong)); !ok {
+			s.record(event.ErrorMessage{Text: stuckText(err, false)})
+			return event.EndTurn, true
+		}
+		if ctx.Err() != nil {
+			return event.Cancelled, true
+		}
+		req = s.request(model)
+		resp, err = s.stream(ctx, req)
+		if contextTooLong(ctx, err) != nil {
+			s.record(event.ErrorMessage{Text: stuckText(err, true)})
+			return event.EndTurn, true
+		}
+	}
 	switch {
 	case ctx.Err() != nil:
 		s.recordPartial(resp)
@@ -87,10 +124,50 @@ func (s *Session) step(ctx context.Context) (stop event.StopReason, done bool) {
 		calls = nil // cut off mid-call: the arguments cannot be trusted
 	}
 	s.record(event.AssistantMessage{Text: resp.Text, Reasoning: resp.Reasoning, ToolCalls: callInfos(calls)})
+	s.record(s.usageEvent(model, requestSize(req), resp, len(calls) > 0))
 	if len(calls) == 0 {
 		return finishStop(resp.FinishReason), true
 	}
 	return s.runCalls(ctx, calls)
+}
+
+// request is the next request to model: the system prompt, the history
+// and the tools.
+func (s *Session) request(model string) llm.Request {
+	return llm.Request{
+		Model:    model,
+		Messages: s.hist.messages(s.system, !s.cfg.OmitToolCallReasoning),
+		Tools:    s.toolDefs(),
+		OnRetry:  s.onRetry,
+	}
+}
+
+// onRetry lets the user see a retry as it happens, not only a late failure.
+func (s *Session) onRetry(r llm.RetryInfo) {
+	s.sink.Emit(event.ErrorMessage{Text: "\n[model provider: " + r.String() + "]\n"})
+}
+
+// stream sends req, streaming its text and reasoning as deltas.
+func (s *Session) stream(ctx context.Context, req llm.Request) (llm.Response, error) {
+	start := time.Now()
+	resp, err := s.model.Stream(ctx, req, s.emitDelta)
+	s.log.Debug("model response", zap.Int("messages", len(req.Messages)),
+		zap.String("finish", string(resp.FinishReason)), zap.Int("toolCalls", len(resp.ToolCalls)),
+		zap.Bool("failed", err != nil), zap.Duration("elapsed", time.Since(start)))
+	return resp, err
+}
+
+// contextTooLong is err as the provider's too-long refusal, nil when it is
+// not one (or ctx ended).
+func contextTooLong(ctx context.Context, err error) *llm.Error {
+	if err == nil || ctx.Err() != nil || !errors.Is(err, llm.ErrContextTooLong) {
+		return nil
+	}
+	var e *llm.Error
+	if !errors.As(err, &e) {
+		e = &llm.Error{Kind: llm.ErrContextTooLong}
+	}
+	return e
 }
 
 func finishStop(r llm.FinishReason) event.StopReason {
@@ -149,7 +226,6 @@ func (s *Session) runCalls(ctx context.Context, calls []llm.ToolCall) (event.Sto
 			s.cancelCalls(calls[i:])
 			return event.Cancelled, true
 		}
-		s.record(call)
 		res, cancelTurn := s.runCall(ctx, call)
 		s.record(event.ToolResult{ID: call.ID, Name: call.Name, Args: call.Args, Result: res})
 		if cancelTurn {
@@ -174,41 +250,69 @@ func (s *Session) cancelCalls(calls []llm.ToolCall) {
 	}
 }
 
-// runCall checks, approves and runs one call. cancelTurn reports that the
-// turn must end (ctx cancelled, or the Approver said so).
+// runCall opens the card of one call, checks, approves and runs it.
+// cancelTurn reports that the turn must end (ctx cancelled, or the
+// Approver said so).
 func (s *Session) runCall(ctx context.Context, call event.ToolCall) (res event.Result, cancelTurn bool) {
 	tool, ok := s.box.Lookup(call.Name)
 	if !ok {
+		s.record(call)
 		return errorResult(fmt.Sprintf("unknown tool %q; the tools you can call are: %s",
 			call.Name, strings.Join(s.toolNames(), ", "))), false
 	}
 	if !isJSONObject(call.Args) {
+		s.record(call)
 		return errorResult(fmt.Sprintf("the arguments of this %s call are not a JSON object: %s\n"+
 			"Call the tool again with a JSON object that matches its schema.", call.Name, clipText(argsText(call.Args), 500))), false
 	}
-	if s.approver != nil {
-		a := s.approver.Approve(ctx, s.toolSession(), call)
-		if a.Decision.Verdict != "" {
-			d := a.Decision
-			d.ID, d.Reason = call.ID, a.Reason
-			s.record(d)
+	a := s.approve(ctx, call)
+	switch {
+	case ctx.Err() != nil || a.Verdict == CancelTurn:
+		return event.Result{Text: cancelledBefore, IsError: true}, true
+	case a.Verdict == Deny:
+		reason := a.Reason
+		if reason == "" {
+			reason = "the user declined to run this call"
 		}
-		switch {
-		case ctx.Err() != nil || a.Verdict == CancelTurn:
-			return event.Result{Text: cancelledBefore, IsError: true}, true
-		case a.Verdict == Deny:
-			reason := a.Reason
-			if reason == "" {
-				reason = "the user declined to run this call"
-			}
-			return event.Result{Text: reason, IsError: true, Declined: reason}, false
+		shown := a.UserReason
+		if shown == "" {
+			shown = reason
 		}
+		return event.Result{Text: reason, IsError: true, Declined: shown}, false
 	}
 	res = s.runTool(ctx, tool, call)
 	if ctx.Err() != nil {
 		return cancelledResult(res), true
 	}
 	return res, false
+}
+
+// approve opens call's card and decides it with the Approver: the card
+// opens pending when the user is asked, and stays so until the answer. The
+// decision is recorded after the card opened. The returned Verdict is never
+// Ask.
+func (s *Session) approve(ctx context.Context, call event.ToolCall) Approval {
+	if s.approver == nil {
+		s.record(call)
+		return Approval{Verdict: Allow}
+	}
+	a := s.approver.Approve(ctx, s.toolSession(), call)
+	if a.Verdict == Ask && a.Ask != nil {
+		call.Pending = true
+		s.record(call)
+		a = a.Ask(ctx)
+	} else {
+		s.record(call)
+	}
+	if a.Verdict == Ask { // an Approver that broke its contract runs nothing
+		a = Approval{Verdict: Deny, Reason: "Not run: the permission step gave no answer.", UserReason: "denied: the permission step gave no answer"}
+	}
+	if a.Decision.Verdict != "" {
+		d := a.Decision
+		d.ID, d.Reason = call.ID, a.Reason
+		s.record(d)
+	}
+	return a
 }
 
 // runTool runs a tool, streaming its output as ToolOutput events. A panic in
@@ -227,7 +331,7 @@ func (s *Session) runTool(ctx context.Context, tool tools.Tool, call event.ToolC
 		ID:      call.ID,
 		Args:    call.Args,
 		Session: s.toolSession(),
-		Output:  func(data string) { s.sink.Emit(event.ToolOutput{ID: call.ID, Data: data}) },
+		Output:  s.outputSink(call),
 	})
 }
 
@@ -267,4 +371,19 @@ func clipText(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
+// outputSink is the Output function of a tool call: each chunk goes to the
+// sink as ToolOutput. It runs on an executor's goroutine, so a panic in a
+// sink is contained here (logged, the chunk dropped) instead of ending the
+// daemon; the call's result still closes its card.
+func (s *Session) outputSink(call event.ToolCall) func(string) {
+	return func(data string) {
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("output sink panicked", zap.String("call", call.ID), zap.Any("panic", p))
+			}
+		}()
+		s.sink.Emit(event.ToolOutput{ID: call.ID, Data: data})
+	}
 }

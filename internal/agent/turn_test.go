@@ -25,12 +25,24 @@ func TestTextOnlyTurn(t *testing.T) {
 		event.TextDelta{Text: "Hel"},
 		event.TextDelta{Text: "lo"},
 		event.AssistantMessage{Text: "Hello"},
+		event.Usage{}, // checked below
 		event.TurnEnd{StopReason: event.EndTurn},
 	}
-	if got := f.rec.events(); !reflect.DeepEqual(got, want) {
+	got := f.rec.events()
+	u, _ := got[min(4, len(got)-1)].(event.Usage)
+	req := f.srv.Last()
+	// The fake counts tokens as bytes/4 of the body; completion: "Hello".
+	wantUsage := event.Usage{Model: "test-model", Used: req.PromptTokens + 2, Size: agent.DefaultContextWindow,
+		Prompt: req.PromptTokens, Completion: 2, Known: true, RequestSize: u.RequestSize}
+	if u != wantUsage || u.RequestSize < len(req.Messages[0].Content) {
+		t.Errorf("usage = %+v, want %+v", u, wantUsage)
+	}
+	if len(got) == len(want) {
+		got[4] = event.Usage{}
+	}
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("events:\n%#v\nwant\n%#v", got, want)
 	}
-	req := f.srv.Last()
 	sys := req.Messages[0]
 	if sys.Role != "system" || !strings.Contains(sys.Content, "/work/project") ||
 		!strings.HasSuffix(sys.Content, "/work/project.\n\nTOOLS: check every [exit code: N].") {
@@ -315,6 +327,39 @@ func TestApprover(t *testing.T) {
 		}
 		if !reflect.DeepEqual(seen, []string{"sess-1/c1", "sess-1/c2"}) {
 			t.Errorf("approver saw %v", seen)
+		}
+	})
+	t.Run("short reason for the user", func(t *testing.T) {
+		deny := approverFunc(func(context.Context, tools.Session, event.ToolCall) agent.Approval {
+			return agent.Approval{Verdict: agent.Deny, Reason: "Not run: a long instruction to the model.", UserReason: "declined by the user"}
+		})
+		f := newFixture(t, options{approver: deny}, calls, llmtest.Reply("ok"))
+		f.prompt(t, t.Context(), "go")
+		if r := result(t, f.rec.events(), "c1"); r.Text != "Not run: a long instruction to the model." || r.Declined != "declined by the user" {
+			t.Errorf("denied result = %+v", r)
+		}
+	})
+	t.Run("ask opens the card pending first", func(t *testing.T) {
+		var f *fixture
+		ask := approverFunc(func(context.Context, tools.Session, event.ToolCall) agent.Approval {
+			return agent.Approval{Verdict: agent.Ask, Ask: func(context.Context) agent.Approval {
+				// The card is open, pending, before the question is put.
+				evs := f.rec.events()
+				if c, ok := evs[len(evs)-1].(event.ToolCall); !ok || !c.Pending {
+					t.Errorf("asked before a pending card opened: last event %#v", evs[len(evs)-1])
+				}
+				return agent.Approval{Verdict: agent.Allow, Decision: event.Decision{Verdict: event.VerdictAsk, Outcome: "allow_once"}}
+			}}
+		})
+		f = newFixture(t, options{approver: ask}, calls, llmtest.Reply("ok"))
+		f.prompt(t, t.Context(), "go")
+		evs := f.rec.events()
+		want := "UserPrompt AssistantMessage ToolCall(c1) Decision ToolResult(c1) ToolCall(c2) Decision ToolResult(c2) AssistantMessage TurnEnd(end_turn)"
+		if got := kinds(evs); got != want {
+			t.Errorf("events:\n%s\nwant\n%s", got, want)
+		}
+		if r := result(t, evs, "c2"); r.Text != "echo: b" {
+			t.Errorf("allowed result = %+v", r)
 		}
 	})
 	t.Run("cancel turn", func(t *testing.T) {

@@ -25,121 +25,219 @@ type Options struct {
 	Env []string
 	// Cwd is the session's working directory (absolute).
 	Cwd string
-	// In supplies prompts, one per line; Out receives the drawing; Err the
-	// agent's stderr.
-	In       io.Reader
-	Out, Err io.Writer
-	Color    bool
+	// In supplies prompts, one per line; Out receives the drawing.
+	In  io.Reader
+	Out io.Writer
+	// Err receives the agent's stderr — its logs — and should be a file:
+	// nothing the agent writes there reaches the drawing. LogPath names it
+	// in messages ("" when it has no name).
+	Err     io.Writer
+	LogPath string
+	Color   bool
+	// Interactive means In is a terminal the user types on: the prompt
+	// marker is shown where the chat waits for a line, and a Ctrl-C at the
+	// prompt (the terminal already discarded the line) shows a fresh one.
+	Interactive bool
 	// Approve answers permission questions without asking: "" asks on In,
 	// "allow" allows once, "reject" rejects.
 	Approve string
-	// Interrupts delivers Ctrl-C presses: the first cancels the running
-	// turn, a second within the same turn exits.
-	Interrupts <-chan os.Signal
+	// Interrupts delivers Ctrl-C presses: at the prompt one clears the
+	// line, during a turn one cancels it, and two within DoubleInterrupt
+	// (default 1 s) end the chat.
+	Interrupts      <-chan os.Signal
+	DoubleInterrupt time.Duration
+	// Resume, when set, is the id of a session to continue (session/load,
+	// which draws its history) instead of a new one.
+	Resume string
+	// Model and Sandbox are shown in the banner ("" leaves them out); a
+	// model or mode option the agent announces wins over Model.
+	Model, Sandbox string
 }
 
-// Run spawns the agent, opens a session and sends each input line as a
-// prompt, drawing the session as it goes. At the end of input it waits for
-// the running turn, then closes the agent and returns nil.
+// Run spawns the agent, opens (or resumes) a session and sends each input
+// line as a prompt, drawing the session as it goes. At the end of input
+// (Ctrl-D) it waits for the running turn, then closes the agent and returns
+// nil; two quick interrupts end it at once. When the agent fails to start
+// or dies, the error says how it exited and ends with its last stderr lines.
 func Run(ctx context.Context, o Options) error {
 	if len(o.Agent) == 0 {
 		return errors.New("no agent command")
 	}
-	cmd := exec.Command(o.Agent[0], o.Agent[1:]...)
-	cmd.Env = o.Env
-	cmd.Stderr = o.Err
-	// The agent must not receive the terminal's Ctrl-C: the chat turns it
-	// into session/cancel.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	toAgent, err := cmd.StdinPipe()
+	if o.DoubleInterrupt <= 0 {
+		o.DoubleInterrupt = time.Second
+	}
+	a, err := startAgent(o)
 	if err != nil {
 		return err
 	}
-	fromAgent, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start agent: %w", err)
-	}
-	lines := readLines(o.In)
 	r := NewRenderer(o.Out, o.Color)
-	cl := &client{r: r, lines: lines, approve: o.Approve}
-	conn := sdk.NewClientSideConnection(cl, toAgent, fromAgent)
+	in := newInput(o.In)
+	cl := &client{r: r, in: in, approve: o.Approve, interactive: o.Interactive}
+	conn := sdk.NewClientSideConnection(cl, a.stdin, a.stdout)
 	conn.SetLogger(slog.New(slog.DiscardHandler))
 
-	runErr := converse(ctx, conn, r, lines, o)
-	toAgent.Close()
-	waitErr := waitBounded(cmd, 5*time.Second)
+	ch := &chat{conn: conn, r: r, in: in, cl: cl, o: o, agent: a}
+	runErr := ch.run(ctx)
+	_ = a.stdin.Close()
+	waitErr := a.waitBounded(5 * time.Second)
 	if runErr != nil {
 		return runErr
 	}
-	return waitErr
-}
-
-// converse runs the session: initialize, session/new, one prompt per line.
-func converse(ctx context.Context, conn *sdk.ClientSideConnection, r *Renderer, lines <-chan string, o Options) error {
-	caps := sdk.ClientCapabilities{Meta: map[string]any{"terminal_output": true}}
-	if _, err := conn.Initialize(ctx, sdk.InitializeRequest{
-		ProtocolVersion:    sdk.ProtocolVersionNumber,
-		ClientCapabilities: caps,
-		ClientInfo:         &sdk.Implementation{Name: "dsh-acp chat", Version: "1"},
-	}); err != nil {
-		return fmt.Errorf("initialize: %w", err)
-	}
-	sess, err := conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: o.Cwd, McpServers: []sdk.McpServer{}})
-	if err != nil {
-		return fmt.Errorf("session/new: %w", err)
-	}
-	for line := range lines {
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		if quit := promptOnce(ctx, conn, r, sess.SessionId, line, o.Interrupts); quit {
-			return nil
-		}
+	if waitErr != nil && !a.quit {
+		return a.failure("the agent failed on exit", waitErr)
 	}
 	return nil
 }
 
-// promptOnce sends one prompt and waits for its answer, turning a first
-// interrupt into session/cancel; true means a second interrupt asked to quit.
-func promptOnce(ctx context.Context, conn *sdk.ClientSideConnection, r *Renderer, id sdk.SessionId, text string, interrupts <-chan os.Signal) (quit bool) {
-	type answer struct {
-		resp sdk.PromptResponse
-		err  error
+// agentProc is the spawned agent.
+type agentProc struct {
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	stdout  *os.File
+	tail    *tailWriter
+	logPath string
+	exited  chan struct{}
+	err     error // Wait's, once exited is closed
+	quit    bool  // the chat ended it (two interrupts): its exit is no failure
+}
+
+func startAgent(o Options) (*agentProc, error) {
+	cmd := exec.Command(o.Agent[0], o.Agent[1:]...)
+	cmd.Env = o.Env
+	a := &agentProc{cmd: cmd, tail: &tailWriter{max: 4 << 10}, logPath: o.LogPath, exited: make(chan struct{})}
+	cmd.Stderr = a.tail
+	if o.Err != nil {
+		cmd.Stderr = io.MultiWriter(o.Err, a.tail)
 	}
-	done := make(chan answer, 1)
+	// The agent must not receive the terminal's Ctrl-C: the chat turns it
+	// into session/cancel.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	// A pipe of our own, not StdoutPipe: Wait must not close it while the
+	// connection still reads the agent's last lines.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout = pw
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		return nil, fmt.Errorf("start agent %s: %w", o.Agent[0], err)
+	}
+	pw.Close()
+	a.stdin, a.stdout = stdin, pr
 	go func() {
-		resp, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock(text)}})
-		done <- answer{resp, err}
+		a.err = cmd.Wait()
+		close(a.exited)
 	}()
-	cancelled := false
-	for {
-		select {
-		case a := <-done:
-			if a.err != nil {
-				r.Notice("error: %v", a.err)
-				return false
-			}
-			r.EndTurn(a.resp.StopReason)
-			return false
-		case <-interrupts:
-			if cancelled {
-				r.Notice("interrupted again: exiting")
-				return true
-			}
-			cancelled = true
-			r.Notice("cancelling… (Ctrl-C again to exit)")
-			_ = conn.Cancel(ctx, sdk.CancelNotification{SessionId: id})
-		case <-ctx.Done():
-			return true
-		}
+	return a, nil
+}
+
+// waitBounded waits for the agent to exit after its stdin closed, killing
+// it if it does not.
+func (a *agentProc) waitBounded(limit time.Duration) error {
+	select {
+	case <-a.exited:
+	case <-time.After(limit):
+		_ = a.cmd.Process.Kill()
+		<-a.exited
+		a.stdout.Close()
+		return fmt.Errorf("agent did not exit within %s of its input closing", limit)
+	}
+	a.stdout.Close()
+	return a.err
+}
+
+// died reports, waiting up to limit, whether the agent exited.
+func (a *agentProc) died(limit time.Duration) bool {
+	select {
+	case <-a.exited:
+		return true
+	default:
+	}
+	if limit <= 0 {
+		return false
+	}
+	select {
+	case <-a.exited:
+		return true
+	case <-time.After(limit):
+		return false
 	}
 }
 
-// readLines delivers in's lines on a channel closed at end of input.
-func readLines(in io.Reader) <-chan string {
+// failure explains a failed exchange with the agent: when the agent exited
+// (waiting a little for it), how it exited and the end of its stderr, the
+// real cause, instead of the connection's own error.
+func (a *agentProc) failure(what string, err error) error {
+	if !a.died(3 * time.Second) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	msg := what + ": the agent exited"
+	if a.err != nil {
+		msg += " (" + a.err.Error() + ")"
+	}
+	if t := a.tail.lines(8); t != "" {
+		msg += ":\n" + t
+	} else {
+		msg += " without a word on stderr"
+	}
+	if a.logPath != "" {
+		msg += "\n(its log: " + a.logPath + ")"
+	}
+	return errors.New(msg)
+}
+
+// tailWriter keeps the last max bytes written to it. Safe for concurrent
+// use.
+type tailWriter struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	if over := len(w.buf) - w.max; over > 0 {
+		w.buf = append(w.buf[:0], w.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+// lines is the last n non-empty lines kept, each indented.
+func (w *tailWriter) lines(n int) string {
+	w.mu.Lock()
+	text := string(w.buf)
+	w.mu.Unlock()
+	var keep []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.TrimSpace(l) != "" {
+			keep = append(keep, "  "+strings.TrimRight(l, "\r"))
+		}
+	}
+	if len(keep) > n {
+		keep = keep[len(keep)-n:]
+	}
+	return strings.Join(keep, "\n")
+}
+
+// input is the user's lines: a reader goroutine feeds them in order, and
+// lines taken out of turn (type-ahead read while a question waited) are
+// put back to come first.
+type input struct {
+	lines <-chan string
+
+	mu   sync.Mutex
+	kept []string
+}
+
+func newInput(in io.Reader) *input {
 	ch := make(chan string)
 	go func() {
 		defer close(ch)
@@ -149,103 +247,24 @@ func readLines(in io.Reader) <-chan string {
 			ch <- sc.Text()
 		}
 	}()
-	return ch
+	return &input{lines: ch}
 }
 
-// waitBounded waits for the agent to exit after its stdin closed, killing
-// it if it does not.
-func waitBounded(cmd *exec.Cmd, limit time.Duration) error {
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(limit):
-		_ = cmd.Process.Kill()
-		<-done
-		return fmt.Errorf("agent did not exit within %s of its input closing", limit)
+// keep queues line to be the next prompt (after those kept before it).
+func (in *input) keep(line string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.kept = append(in.kept, line)
+}
+
+// takeKept returns the oldest kept line, if any.
+func (in *input) takeKept() (string, bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if len(in.kept) == 0 {
+		return "", false
 	}
-}
-
-// client answers the agent's requests.
-type client struct {
-	r       *Renderer
-	lines   <-chan string
-	approve string
-	mu      sync.Mutex
-}
-
-func (c *client) SessionUpdate(ctx context.Context, n sdk.SessionNotification) error {
-	c.r.Update(n.Update)
-	return nil
-}
-
-// RequestPermission asks the user (or answers per Options.Approve).
-func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	title := ""
-	if p.ToolCall.Title != nil {
-		title = *p.ToolCall.Title
-	}
-	pick := func(kind sdk.PermissionOptionKind) sdk.RequestPermissionResponse {
-		for _, o := range p.Options {
-			if o.Kind == kind {
-				return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeSelected(o.OptionId)}
-			}
-		}
-		return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeCancelled()}
-	}
-	switch c.approve {
-	case "allow":
-		c.r.Notice("allowing %s", title)
-		return pick(sdk.PermissionOptionKindAllowOnce), nil
-	case "reject":
-		c.r.Notice("rejecting %s", title)
-		return pick(sdk.PermissionOptionKindRejectOnce), nil
-	}
-	c.r.Notice("run %q? [y]es once / [a]lways / [n]o", title)
-	select {
-	case line, ok := <-c.lines:
-		if !ok {
-			return pick(sdk.PermissionOptionKindRejectOnce), nil
-		}
-		switch strings.ToLower(strings.TrimSpace(line)) {
-		case "y", "yes":
-			return pick(sdk.PermissionOptionKindAllowOnce), nil
-		case "a", "always":
-			return pick(sdk.PermissionOptionKindAllowAlways), nil
-		}
-		return pick(sdk.PermissionOptionKindRejectOnce), nil
-	case <-ctx.Done():
-		return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeCancelled()}, nil
-	}
-}
-
-func (c *client) ReadTextFile(ctx context.Context, p sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
-	return sdk.ReadTextFileResponse{}, sdk.NewMethodNotFound("fs/read_text_file")
-}
-
-func (c *client) WriteTextFile(ctx context.Context, p sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
-	return sdk.WriteTextFileResponse{}, sdk.NewMethodNotFound("fs/write_text_file")
-}
-
-func (c *client) CreateTerminal(ctx context.Context, p sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
-	return sdk.CreateTerminalResponse{}, sdk.NewMethodNotFound("terminal/create")
-}
-
-func (c *client) KillTerminal(ctx context.Context, p sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
-	return sdk.KillTerminalResponse{}, sdk.NewMethodNotFound("terminal/kill")
-}
-
-func (c *client) TerminalOutput(ctx context.Context, p sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
-	return sdk.TerminalOutputResponse{}, sdk.NewMethodNotFound("terminal/output")
-}
-
-func (c *client) ReleaseTerminal(ctx context.Context, p sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
-	return sdk.ReleaseTerminalResponse{}, sdk.NewMethodNotFound("terminal/release")
-}
-
-func (c *client) WaitForTerminalExit(ctx context.Context, p sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
-	return sdk.WaitForTerminalExitResponse{}, sdk.NewMethodNotFound("terminal/wait_for_exit")
+	line := in.kept[0]
+	in.kept = in.kept[1:]
+	return line, true
 }

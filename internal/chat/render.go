@@ -1,7 +1,19 @@
 // Package chat is a small terminal client for ACP agents: it draws a
 // session's updates as a person would want to read them — streamed agent
 // text, each tool call as a titled card with its live output, a coloured exit
-// pill — and drives prompts, cancels and permission questions.
+// pill — and drives prompts, cancels and permission questions. Run is the
+// client (`dsh-acp chat`); Renderer is the one drawing, which `dsh-acp
+// replay` shares.
+//
+// # Known limits
+//
+//   - The terminal stays in cooked mode: line editing is the terminal's own,
+//     and what the user types during a turn is echoed into the drawing.
+//   - Ctrl-C arrives as SIGINT: two presses closer together than the
+//     process handles one signal count as one (the kernel does not queue
+//     standard signals).
+//   - A question takes the next whole line; a line typed earlier that
+//     answers it (a bare "y") is taken as the answer.
 package chat
 
 import (
@@ -236,4 +248,65 @@ func firstLine(s string) string {
 		return s[:i] + " …"
 	}
 	return s
+}
+
+// Banner prints the chat's one-line banner: the facts given (model, mode,
+// sandbox, session id; empty ones left out), then how to quit and cancel.
+func (r *Renderer) Banner(facts ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var parts []string
+	for _, f := range facts {
+		if f != "" {
+			parts = append(parts, f)
+		}
+	}
+	parts = append(parts, "Ctrl-D quits, Ctrl-C cancels")
+	r.newline()
+	r.printf("%sdsh-acp chat · %s%s\n", r.st.dim, strings.Join(parts, " · "), r.st.reset)
+	r.section = ""
+}
+
+// PromptMarker is what the chat shows where it waits for a prompt.
+const PromptMarker = "> "
+
+// Prompt shows the prompt marker, on a line of its own, and leaves the
+// cursor after it for the user's typing (echoed by the terminal).
+func (r *Renderer) Prompt() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.newline()
+	r.printf("%s%s%s", r.st.bold, PromptMarker, r.st.reset)
+	r.lineStart = false
+	r.section = ""
+}
+
+// Ask shows a question and leaves the cursor after it for the answer.
+func (r *Renderer) Ask(question string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.enter("notice")
+	r.printf("%s%s%s ", r.st.yellow, question, r.st.reset)
+	r.lineStart = false
+}
+
+// Typed records that the user ended a line on the terminal (its Enter,
+// echoed, moved the cursor to a new line), or that the terminal echoed ^C
+// after a discarded line when interrupted is true: the cursor then still
+// sits after it, and a newline follows.
+func (r *Renderer) Typed(interrupted bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if interrupted {
+		r.printf("\n")
+	}
+	r.lineStart = true
+}
+
+// Kept shows a line the user typed earlier (kept while a question waited)
+// as the prompt now sent, after the prompt marker.
+func (r *Renderer) Kept(line string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.printf("%s\n", tools.CleanTerminalText(line))
 }

@@ -65,17 +65,29 @@ type CallInfo struct {
 }
 
 // ToolCall opens a tool call's card, before it runs. Direct marks a `!`
-// command typed by the user (no model involved).
+// command typed by the user (no model involved). Pending marks a call the
+// user is about to be asked about: its card opens pending (not running)
+// and stays so until the answer (a Decision follows).
 type ToolCall struct {
-	ID     string          `json:"id"`
-	Name   string          `json:"name"`
-	Args   json.RawMessage `json:"args"`
-	Direct bool            `json:"direct,omitempty"`
+	ID      string          `json:"id"`
+	Name    string          `json:"name"`
+	Args    json.RawMessage `json:"args"`
+	Direct  bool            `json:"direct,omitempty"`
+	Pending bool            `json:"pending,omitempty"`
 }
 
 // ToolOutput is live output for a running call's card (not journaled:
 // Result.CardOutput is the concatenation of every ToolOutput of the call).
 type ToolOutput struct {
+	ID   string `json:"id"`
+	Data string `json:"data"`
+}
+
+// OutputCheckpoint is live card output of the running call ID since its
+// previous checkpoint, journaled while the call runs (at most about once a
+// second), so a call the daemon died in replays with the output the user
+// had seen. Sinks that draw ignore it: they drew the ToolOutput events.
+type OutputCheckpoint struct {
 	ID   string `json:"id"`
 	Data string `json:"data"`
 }
@@ -174,6 +186,123 @@ const (
 	Cancelled       StopReason = "cancelled"
 )
 
+// Usage is the token accounting after one model response: what the
+// editor's context bar shows (ACP usage_update) and what later estimates
+// are calibrated against.
+type Usage struct {
+	// Model is the model that answered.
+	Model string `json:"model,omitempty"`
+	// Used is the tokens now in context: the request plus the part of the
+	// answer that the next request carries, as the provider counted them
+	// (an estimate when it did not), never more than Size.
+	Used int `json:"used"`
+	// Size is the model's context window, in tokens.
+	Size int `json:"size"`
+	// Prompt, Completion, Cached and Reasoning are the provider's counts
+	// for this response (0 when unknown).
+	Prompt     int `json:"prompt,omitempty"`
+	Completion int `json:"completion,omitempty"`
+	Cached     int `json:"cached,omitempty"`
+	Reasoning  int `json:"reasoning,omitempty"`
+	// Known is true when the provider reported the counts.
+	Known bool `json:"known,omitempty"`
+	// Estimated marks a usage that no response reported: the agent's
+	// estimate after a compaction that no request followed.
+	Estimated bool `json:"estimated,omitempty"`
+	// RequestSize is the request's size in the agent's own measure
+	// (characters), kept to calibrate its estimates against Prompt.
+	RequestSize int `json:"requestSize,omitempty"`
+	// Cost is the session's cumulative cost so far, in Currency; both are
+	// zero when no price is configured.
+	Cost     float64 `json:"cost,omitempty"`
+	Currency string  `json:"currency,omitempty"`
+}
+
+// Compaction is the model's history made shorter: old tool outputs elided
+// to their first and last lines, and maybe the older turns replaced by a
+// summary. The cards and messages the user saw stay as they were; only
+// what the model reads changes. ElideBefore and SummaryBefore are
+// positions in the agent's model history, meaningful only to the agent
+// that recorded them (replaying the same events rebuilds the same
+// history, so the same positions).
+type Compaction struct {
+	// Reason is CompactThreshold, CompactTooLong or CompactCommand.
+	Reason string `json:"reason"`
+	// Model is the session's model when it compacted.
+	Model string `json:"model,omitempty"`
+	// ElideBefore: the outputs among the history's first ElideBefore
+	// entries are elided (those already elided stay as they are).
+	ElideBefore int `json:"elideBefore,omitempty"`
+	// Elided is how many outputs this compaction elided.
+	Elided int `json:"elided,omitempty"`
+	// SummaryBefore: the first SummaryBefore entries (after elision) are
+	// replaced by one message holding Summary.
+	SummaryBefore int    `json:"summaryBefore,omitempty"`
+	Summary       string `json:"summary,omitempty"`
+	// Turns is how many of the user's turns the summary replaced.
+	Turns int `json:"turns,omitempty"`
+	// Dropped marks a summary the model could not make: Summary then only
+	// says what was removed (SummaryError says why).
+	Dropped      bool   `json:"dropped,omitempty"`
+	SummaryError string `json:"summaryError,omitempty"`
+	// Before and After are the estimated tokens in context before and
+	// after, of a window of Size tokens.
+	Before int `json:"before"`
+	After  int `json:"after"`
+	Size   int `json:"size"`
+	// RequestTokens and RequestSize, when set, are the tokens of a request
+	// the provider refused as too long (its own count, or when it named
+	// none a lower bound: the window plus one) and the agent's measure of
+	// that request, for calibrating later estimates.
+	RequestTokens int `json:"requestTokens,omitempty"`
+	RequestSize   int `json:"requestSize,omitempty"`
+	// ProviderWindow is the window a too-long answer named, when it did.
+	ProviderWindow int `json:"providerWindow,omitempty"`
+	// Note is what the user was told.
+	Note string `json:"note"`
+	// Cost is the session's cumulative cost after the summary request (as
+	// in Usage).
+	Cost     float64 `json:"cost,omitempty"`
+	Currency string  `json:"currency,omitempty"`
+}
+
+// Compaction reasons.
+const (
+	// CompactThreshold: the next request would have passed the threshold.
+	CompactThreshold = "threshold"
+	// CompactTooLong: the provider refused a request as too long.
+	CompactTooLong = "too_long"
+	// CompactCommand: the user asked (/compact).
+	CompactCommand = "command"
+)
+
+// Command is a slash command the user typed (such as "/model x"), handled
+// by the daemon and never sent to the model.
+type Command struct {
+	Text string `json:"text"`
+}
+
+// Info is a message for the user from the daemon (a command's answer, a
+// note about the session) that is neither part of the model's
+// conversation nor an error.
+type Info struct {
+	Text string `json:"text"`
+}
+
+// Instructions records that project instructions (AGENTS.md files) were
+// read into the system prompt: shown once, and again when they change.
+type Instructions struct {
+	// Files are the files read, in the order they appear in the prompt.
+	Files []string `json:"files"`
+	// Bytes is the size of what the prompt carries.
+	Bytes int `json:"bytes"`
+	// Cut is set when a file was longer than the cap and was cut.
+	Cut bool `json:"cut,omitempty"`
+	// Digest identifies the content (a hash), so a reload knows what was
+	// already announced.
+	Digest string `json:"digest"`
+}
+
 func (UserPrompt) isEvent()       {}
 func (TextDelta) isEvent()        {}
 func (ThoughtDelta) isEvent()     {}
@@ -181,10 +310,16 @@ func (AssistantMessage) isEvent() {}
 func (ToolCall) isEvent()         {}
 func (ToolOutput) isEvent()       {}
 func (Decision) isEvent()         {}
+func (OutputCheckpoint) isEvent() {}
 func (ToolResult) isEvent()       {}
 func (Notice) isEvent()           {}
 func (ErrorMessage) isEvent()     {}
 func (TurnEnd) isEvent()          {}
+func (Usage) isEvent()            {}
+func (Compaction) isEvent()       {}
+func (Command) isEvent()          {}
+func (Info) isEvent()             {}
+func (Instructions) isEvent()     {}
 
 // MaxCardOutput caps one call's card output, in bytes: the tools stream at
 // most this much to a card live, and the journal keeps at most this much,

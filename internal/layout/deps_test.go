@@ -24,15 +24,19 @@ var layers = [][]string{
 	{"internal/mcp"},
 	{"internal/llm/llmtest"},
 	{"internal/llm"},
+	{"internal/credentials"},
 	{"presentation"},
 	{"replay"},
 	{"tools"},
 	{"internal/permission"},
-	{"executor/local", "executor/sandbox", "executor/ssh", "executor/executortest", "executor/executorfake"},
+	{"executor/sandbox", "executor/ssh"},
+	{"executor/local"},
+	{"executor/executortest", "executor/executorfake"},
+	{"executor/engine"},
 	{"executor"},
-	{"internal/event", "internal/wirejson"},
+	{"internal/event", "internal/privdir", "internal/wirejson"},
 	// Test helpers and this package import nothing of the project's.
-	{"internal/acptest", "internal/eventually", "internal/layout"},
+	{"internal/acptest", "internal/eventually", "internal/layout", "internal/registry", "internal/mcp/mcptest"},
 }
 
 func rank() map[string]int {

@@ -396,8 +396,12 @@ func streamErrorEvent(apiErr *openai.APIError) *Error {
 }
 
 func (c *Client) chatRequest(req Request) openai.ChatCompletionRequest {
+	model := c.model
+	if req.Model != "" {
+		model = req.Model
+	}
 	out := openai.ChatCompletionRequest{
-		Model:     c.model,
+		Model:     model,
 		Stream:    true,
 		MaxTokens: c.maxTokens,
 		Messages:  make([]openai.ChatCompletionMessage, 0, len(req.Messages)),

@@ -166,6 +166,23 @@ func TestStreamSendsRequest(t *testing.T) {
 	}
 }
 
+func TestStreamModelOverride(t *testing.T) {
+	srv := llmtest.New(t, llmtest.Reply("a"), llmtest.Reply("b"))
+	c := newClient(t, srv, &sleeps{})
+	req := simpleRequest()
+	req.Model = "other-model"
+	if _, err := c.Stream(t.Context(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Stream(t.Context(), simpleRequest(), nil); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if reqs[0].Model != "other-model" || reqs[1].Model != "test-model" {
+		t.Errorf("models %q, %q; want other-model, then the client's test-model", reqs[0].Model, reqs[1].Model)
+	}
+}
+
 func TestStreamErrors(t *testing.T) {
 	tests := []struct {
 		name     string

@@ -49,6 +49,9 @@ type ToolDef struct {
 
 // Request is one chat completion request.
 type Request struct {
+	// Model, when set, is asked for instead of the client's model (a
+	// session that switched models).
+	Model    string
 	Messages []Message
 	Tools    []ToolDef
 	// OnRetry, when set, is told about each retry before its wait begins,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -101,6 +102,12 @@ type item struct {
 	// open marks a command that receives more arguments at run time
 	// (an xargs target).
 	open bool
+	// forever says why the command may never end ("" when it is known
+	// to end; only read-only commands are known to end).
+	forever string
+	// operands are the literal words of a read-only command that may
+	// name files it reads (checked by Request.Stat for background runs).
+	operands []string
 }
 
 func (it item) display() string {
@@ -114,6 +121,17 @@ func (it item) display() string {
 type analysis struct {
 	items  []item
 	cannot uniq // why parts of the command cannot be judged
+	// forever says why the line may never end, beyond its commands
+	// (loops, recursion, coprocesses).
+	forever uniq
+	// inputs are the literal files read by input redirections.
+	inputs []string
+}
+
+// effect records a shell feature that keeps the line from being
+// read-only.
+func (an *analysis) effect(src, why string) {
+	an.add(item{kind: kindEffect, src: src, why: why})
 }
 
 func (an *analysis) add(it item) { an.items = append(an.items, it) }
@@ -136,6 +154,7 @@ func analyze(command string) *analysis {
 type analyzer struct {
 	an    *analysis
 	depth int
+	src   string // the script's source, for here-document bodies
 	// funcs maps the functions defined by the script's top-level
 	// statements to the index of the first defining statement (-1: defined
 	// before the script runs, by the shell running eval or a trap).
@@ -145,6 +164,8 @@ type analyzer struct {
 	// stdin is the literal here-document or here-string of the statement
 	// whose command is about to be judged (bash <<'EOF' … EOF).
 	stdin *word
+	// stack holds the nodes being walked, innermost last.
+	stack []syntax.Node
 }
 
 // script parses src (the script of what, "" for the command line itself)
@@ -165,10 +186,13 @@ func (a *analyzer) script(src, what string, inherit []string) {
 		}
 		return
 	}
-	sub := &analyzer{an: a.an, depth: a.depth + 1, funcs: functions(f, inherit), env: a.env}
+	sub := &analyzer{an: a.an, depth: a.depth + 1, src: src, funcs: functions(f, inherit), env: a.env}
 	for i, st := range f.Stmts {
 		sub.top = i
 		syntax.Walk(st, sub.visit)
+	}
+	for _, c := range f.Last {
+		sub.comment(&c)
 	}
 }
 
@@ -193,15 +217,27 @@ func (a *analyzer) isFunction(name string) bool {
 	return ok && at < a.top
 }
 
-// parse parses bash source. A panic in the parser becomes an error, so
-// hostile input cannot crash the caller.
+// inside reports whether the node being visited lies within a node for
+// which is reports true.
+func (a *analyzer) inside(is func(syntax.Node) bool) bool {
+	for _, n := range a.stack[:max(0, len(a.stack)-1)] {
+		if is(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// parse parses bash source, keeping comments (a comment can hide a line
+// from the parser; see comment). A panic in the parser becomes an error,
+// so hostile input cannot crash the caller.
 func parse(src string) (f *syntax.File, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			f, err = nil, fmt.Errorf("parser failed: %v", r)
 		}
 	}()
-	return syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)).Parse(strings.NewReader(src), "")
 }
 
 // functions maps the functions defined by f's top-level statements to the
@@ -223,19 +259,19 @@ func functions(f *syntax.File, inherit []string) map[string]int {
 	return out
 }
 
-// visit is the syntax.Walk callback. Walk reaches every nested statement —
-// in substitutions, here-documents, loops, function bodies — so each
-// CallExpr is seen exactly once.
+// visit is the syntax.Walk callback. Walk reaches every nested node — in
+// substitutions, here-documents, loops, function bodies — so each
+// CallExpr is seen exactly once. Every node type is either judged here
+// or harmless by construction; any other type asks (see feature).
 func (a *analyzer) visit(n syntax.Node) bool {
+	if n == nil {
+		a.stack = a.stack[:len(a.stack)-1]
+		return true
+	}
+	a.stack = append(a.stack, n)
 	switch n := n.(type) {
 	case *syntax.Stmt:
-		a.stdin = nil
-		if _, ok := n.Cmd.(*syntax.CallExpr); ok {
-			a.stdin = hereInput(n.Redirs)
-		}
-		for _, r := range n.Redirs {
-			a.redirect(r)
-		}
+		a.stmt(n)
 	case *syntax.CallExpr:
 		a.call(n)
 	case *syntax.DeclClause:
@@ -244,8 +280,24 @@ func (a *analyzer) visit(n syntax.Node) bool {
 		if wi, ok := n.Loop.(*syntax.WordIter); ok && wi.Name != nil {
 			a.assignName(wi.Name.Value, "for "+wi.Name.Value)
 		}
+	default:
+		a.feature(n)
 	}
 	return true
+}
+
+func (a *analyzer) stmt(st *syntax.Stmt) {
+	a.stdin = nil
+	if _, ok := st.Cmd.(*syntax.CallExpr); ok {
+		a.stdin = hereInput(st.Redirs)
+	}
+	if st.Coprocess {
+		a.an.effect(nodeSource(st), "starts a coprocess")
+		a.an.forever.add("a coprocess may never end")
+	}
+	for _, r := range st.Redirs {
+		a.redirect(r)
+	}
 }
 
 func (a *analyzer) call(c *syntax.CallExpr) {
@@ -284,22 +336,133 @@ func hereInput(redirs []*syntax.Redirect) *word {
 	return in
 }
 
-// redirect records a redirection that writes a file.
+// redirect judges a redirection. Allowed without asking: reading a file
+// named literally (not a /dev/tcp or /dev/udp connection), writing to
+// /dev/null, duplicating or closing a descriptor, here-documents and
+// here-strings. Anything else is an effect: writing any other path —
+// /dev/stdout, /dev/stderr and /dev/fd/N included, since bash reopens
+// them and can so truncate the file behind a descriptor — or reading a
+// path only known at run time.
 func (a *analyzer) redirect(r *syntax.Redirect) {
+	src := redirectSource(r)
+	if r.N != nil && !isDigits(r.N.Value) {
+		a.an.effect(src, "assigns a file descriptor to a variable")
+	}
 	switch r.Op {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll,
 		syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob, syntax.RdrInOut:
-		if t := convertWord(r.Word); t.lit && harmlessSink(t.text) {
+		if t := convertWord(r.Word); t.lit && t.text == "/dev/null" {
 			return
 		}
-	case syntax.DplOut:
+		a.an.effect(src, "the redirection writes a file")
+	case syntax.DplOut, syntax.DplIn:
 		if t := convertWord(r.Word); t.lit && isFD(t.text) {
 			return
 		}
+		a.an.effect(src, "the redirection writes a file")
+	case syntax.RdrIn:
+		t := convertWord(r.Word)
+		switch {
+		case !t.lit && !safeLead(t):
+			a.an.effect(src, "reads a path only known at run time, which bash may open as a network connection (/dev/tcp/…)")
+		case t.lit && isNetPath(t.text):
+			a.an.effect(src, "opens a network connection")
+		case t.lit:
+			a.an.inputs = append(a.an.inputs, t.text)
+		}
+	case syntax.Hdoc, syntax.DashHdoc:
+		a.heredoc(r)
+	case syntax.WordHdoc:
 	default:
+		a.an.effect(src, "the redirection is not known to be harmless")
+	}
+}
+
+// safeLead reports whether a word only known at run time is known to
+// name an ordinary path: its literal beginning is a relative path that is
+// no option, or an absolute path whose first component is not dev.
+func safeLead(w word) bool {
+	l := w.lead
+	switch {
+	case l == "" || l[0] == '-':
+		return false
+	case l[0] != '/':
+		return true
+	}
+	i := strings.IndexByte(l[1:], '/')
+	return i >= 0 && l[1:1+i] != "dev"
+}
+
+// isNetPath reports whether bash opens the path as a connection.
+func isNetPath(p string) bool {
+	return strings.HasPrefix(p, "/dev/tcp/") || strings.HasPrefix(p, "/dev/udp/")
+}
+
+// heredoc judges a here-document where mvdan's parser and bash may read
+// it differently: a delimiter that is not a plain word, a body line that
+// begins with the delimiter (which one of them might take as the end), a
+// line continuation or single quotes inside an expansion of an unquoted
+// body.
+func (a *analyzer) heredoc(r *syntax.Redirect) {
+	delim, ok := literalValue(r.Word.Parts)
+	if !ok || !plainDelimiter(delim) {
+		a.an.cannotJudge("the here-document delimiter %s is not a plain word", nodeSource(r.Word))
 		return
 	}
-	a.an.add(item{kind: kindEffect, src: redirectSource(r), why: "the redirection writes a file"})
+	if r.Hdoc == nil {
+		return
+	}
+	body := ""
+	if s, e := int(r.Hdoc.Pos().Offset()), int(r.Hdoc.End().Offset()); s >= 0 && s <= e && e <= len(a.src) {
+		body = a.src[s:e]
+	}
+	lines := strings.Split(body, "\n")
+	for _, line := range lines[:len(lines)-1] { // the last line is the delimiter
+		if strings.HasPrefix(strings.TrimLeft(line, " \t"), delim) {
+			a.an.cannotJudge("a line of the here-document begins with its delimiter %s", delim)
+			return
+		}
+	}
+	if quotedDelimiter(r.Word) {
+		return
+	}
+	if strings.Contains(body, "\\\n") {
+		a.an.cannotJudge("an unquoted here-document continues a line with a backslash")
+	}
+	if nestedSingleQuotes(r.Hdoc) {
+		a.an.cannotJudge("single quotes inside an unquoted here-document do not quote in bash")
+	}
+}
+
+// plainDelimiter reports whether a here-document delimiter is a plain
+// word that bash and the parser cannot read differently.
+func plainDelimiter(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '_' && c != '-' && c != '.' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// quotedDelimiter reports whether any part of the delimiter is quoted,
+// which makes the body literal.
+func quotedDelimiter(w *syntax.Word) bool {
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.SglQuoted, *syntax.DblQuoted:
+			return true
+		case *syntax.Lit:
+			if strings.Contains(p.Value, "\\") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // redirectSource renders a redirection such as "2>> log.txt".
@@ -312,41 +475,33 @@ func redirectSource(r *syntax.Redirect) string {
 }
 
 // heredocBody is the text a here-document feeds: raw when its delimiter is
-// quoted (<<'EOF'), else with only \$, \`, \\ and \newline unescaped and
-// any expansion making it known only at run time.
+// quoted (<<'EOF'), else the body as bash expands it (expand.Document)
+// when it holds no expansion, and known only at run time otherwise.
 func heredocBody(r *syntax.Redirect) word {
-	quoted := r.Word == nil || r.Word.Lit() == "" || strings.Contains(r.Word.Lit(), `\`)
-	var b strings.Builder
-	if r.Hdoc != nil {
+	if r.Hdoc == nil {
+		return litWord("")
+	}
+	if r.Word != nil && quotedDelimiter(r.Word) {
+		var b strings.Builder
 		for _, part := range r.Hdoc.Parts {
-			l, ok := part.(*syntax.Lit)
-			switch {
-			case !ok && quoted:
-				b.WriteString(nodeSource(part))
-			case !ok:
-				return word{text: nodeSource(r.Hdoc)}
-			case quoted:
+			if l, ok := part.(*syntax.Lit); ok {
 				b.WriteString(l.Value)
-			default:
-				b.WriteString(unescapeHeredoc(l.Value))
+			} else {
+				b.WriteString(nodeSource(part))
 			}
 		}
+		return litWord(b.String())
 	}
-	return litWord(b.String())
-}
-
-// unescapeHeredoc removes the backslashes an unquoted here-document gives
-// meaning to.
-func unescapeHeredoc(s string) string { return unescapeBefore(s, "$`\\") }
-
-// harmlessSink reports whether writing to the path touches no file.
-func harmlessSink(p string) bool {
-	switch p {
-	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty":
-		return true
+	for _, part := range r.Hdoc.Parts {
+		if _, ok := part.(*syntax.Lit); !ok {
+			return word{text: nodeSource(r.Hdoc)}
+		}
 	}
-	n, ok := strings.CutPrefix(p, "/dev/fd/")
-	return ok && isDigits(n)
+	v, err := expand.Document(&expand.Config{}, r.Hdoc)
+	if err != nil {
+		return word{text: nodeSource(r.Hdoc)}
+	}
+	return litWord(v)
 }
 
 // isFD reports whether the target of >& names a file descriptor ("2",
@@ -368,26 +523,54 @@ func isDigits(s string) bool {
 	return true
 }
 
-// decl judges declare, export, local, readonly, typeset and nameref.
+// declOptions are the options of declare, typeset, local, export and
+// readonly that only set attributes harmless to a read-only line or
+// print: -a and -A (arrays), -r, -x, -g, -l, -u (case), -t, -f and -F
+// (print functions), -p (print).
+const declOptions = "aArxglutfFp"
+
+// decl judges declare, export, local, readonly, typeset and nameref. A
+// word that is not an assignment to bash but may become one for the
+// builtin (declare 'PS4=$(…)', declare "$x") asks: the builtin parses it
+// again. -i (integer: arithmetic on every assignment) and -n (name
+// reference) ask too.
 func (a *analyzer) decl(d *syntax.DeclClause) {
-	nameref := d.Variant != nil && d.Variant.Value == "nameref"
+	variant := ""
+	if d.Variant != nil {
+		variant = d.Variant.Value
+	}
+	if variant == "nameref" {
+		a.an.effect(nodeSource(d), "a name reference can assign any variable")
+	}
+	options := true
 	for _, as := range d.Args {
 		switch {
-		case as.Name == nil && as.Value != nil: // an option, or a word computed at run time
+		case as.Name == nil && as.Value != nil: // an option, or a word the builtin reads itself
 			w := convertWord(as.Value)
-			if !w.lit {
-				a.an.add(item{kind: kindEffect, src: nodeSource(d), why: "declares a name only known at run time"})
-				continue
-			}
-			if strings.HasPrefix(w.text, "-") && strings.Contains(w.text, "n") {
-				nameref = true
+			switch {
+			case !w.lit:
+				a.an.effect(nodeSource(d), variant+" gets a word only known at run time, which it may take as an assignment")
+			case options && w.text == "--":
+				options = false
+			case options && len(w.text) > 1 && (w.text[0] == '-' || w.text[0] == '+'):
+				for _, c := range w.text[1:] {
+					if !strings.ContainsRune(declOptions, c) {
+						a.an.effect(nodeSource(d), fmt.Sprintf("%s -%c is not known to be harmless", variant, c))
+						break
+					}
+				}
+			case strings.ContainsAny(w.text, "=["):
+				a.an.cannotJudge("%s %s: the builtin reads the quoted word as an assignment, which the parser does not see", variant, quoteWord(w.text))
+			default:
+				a.assignName(w.text, nodeSource(d))
 			}
 		case as.Name != nil && !as.Naked:
 			a.assignName(as.Name.Value, nodeSource(as))
+		case as.Name != nil:
+			if variant == "export" || variant == "readonly" {
+				a.assignName(as.Name.Value, nodeSource(d))
+			}
 		}
-	}
-	if nameref {
-		a.an.add(item{kind: kindEffect, src: nodeSource(d), why: "a name reference can assign any variable"})
 	}
 }
 

@@ -2,11 +2,39 @@ package permission
 
 import (
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 )
 
-// Decide judges a bash command for a tool call.
+// Request is one command for Judge.
+type Request struct {
+	Mode  Mode
+	Rules Rules
+	// SessionAllow are the prefixes the user allowed for the session
+	// ("always allow"); they act as allow rules.
+	SessionAllow []string
+	Command      string
+	// Background is set for a command that runs as a background task
+	// (the bash tool's run_in_background), which has no timeout: it runs
+	// unasked only when the judge knows it ends (see Verdict.Ends).
+	Background bool
+	// Stat, when set, reports the type of a file a background command
+	// reads (os.Stat with relative paths resolved against the command's
+	// working directory, see StatIn). A named pipe, socket or device makes
+	// the command not known to end. Nil: no file is looked at.
+	Stat func(path string) (fs.FileMode, error)
+}
+
+// Decide judges a bash command run in the foreground; it is Judge with
+// a Request of these fields.
+func Decide(mode Mode, rules Rules, sessionAllow []string, command string) Verdict {
+	return Judge(Request{Mode: mode, Rules: rules, SessionAllow: sessionAllow, Command: command})
+}
+
+// Judge judges a bash command for a tool call.
 //
 // Deny rules come first, in every mode: a rule that matches any command the
 // line contains (inside substitutions, sh -c and eval scripts, xargs and
@@ -15,32 +43,108 @@ import (
 // and read-only mode and asks in ask mode. Then:
 //
 //   - ModeAsk: allowed when every contained command is read-only or covered
-//     by an allow rule or a sessionAllow prefix, no redirection writes a
-//     file, and the line can be judged; otherwise Ask. Verdict.Prefixes
-//     offers always-allow only when every command that needs asking has the
-//     same prefix (see prefixOf) and the line can be judged.
+//     by an allow rule or a SessionAllow prefix, every shell feature is
+//     known to be harmless, no redirection writes a file, and the line can
+//     be judged; otherwise Ask. Verdict.Prefixes offers always-allow only
+//     when every command that needs asking has the same prefix (see
+//     prefixOf) and the line can be judged. A Background command that is
+//     not known to end asks unless allow rules, not read-only-ness, let it
+//     run.
 //   - ModeAuto: allowed, except that a line that cannot be judged is denied
 //     when there are deny rules (it cannot be checked against them).
-//   - ModeReadOnly: allowed only when Analyze proves the line read-only;
-//     allow rules do not widen it.
+//   - ModeReadOnly: allowed only when Analyze proves the line read-only
+//     (and, for a Background command, known to end); allow rules do not
+//     widen it.
 //
-// An unknown mode is treated as ModeAsk. Rules that do not parse still
-// count (see compileRules). Decide is pure and safe for concurrent use.
-func Decide(mode Mode, rules Rules, sessionAllow []string, command string) Verdict {
-	an := analyze(command)
-	deny := compileRules(rules.Deny)
+// Verdict.Ends reports whether the line is known to end. An unknown mode is
+// treated as ModeAsk. Rules that do not parse still count (see
+// compileRules). Judge is pure except for the calls of Request.Stat, and
+// safe for concurrent use.
+func Judge(r Request) Verdict {
+	an := analyze(r.Command)
+	ends, endWhy := an.ends(r)
+	v := judge(r, an, ends, endWhy)
+	v.Ends = ends
+	return v
+}
+
+func judge(r Request, an *analysis, ends bool, endWhy string) Verdict {
+	deny := compileRules(r.Rules.Deny)
 	maybe, denied := checkDeny(an, deny)
 	if denied != nil {
 		return *denied
 	}
-	switch mode {
+	bg := r.Background && !ends
+	switch r.Mode {
 	case ModeAuto:
 		return decideAuto(an, len(deny) > 0, maybe)
 	case ModeReadOnly:
-		return decideReadOnly(an, maybe)
+		v := decideReadOnly(an, maybe)
+		if v.Decision == Allow && bg {
+			return Verdict{Decision: Deny, Reason: "denied in read-only mode: a background task must be known to end, and " + endWhy}
+		}
+		return v
 	default:
-		allow := compileRules(append(slices.Clip(rules.Allow), sessionAllow...))
-		return decideAsk(an, allow, maybe)
+		allow := compileRules(append(slices.Clip(r.Rules.Allow), r.SessionAllow...))
+		return decideAsk(an, allow, maybe, bg, endWhy)
+	}
+}
+
+// ends reports whether the line is known to end, and why not.
+func (an *analysis) ends(r Request) (bool, string) {
+	if len(an.cannot.list) > 0 {
+		return false, "the command cannot be judged"
+	}
+	if len(an.forever.list) > 0 {
+		return false, an.forever.list[0]
+	}
+	for _, it := range an.items {
+		if it.kind == kindCommand && it.forever != "" {
+			return false, it.display() + ": " + it.forever
+		}
+	}
+	if r.Background && r.Stat != nil {
+		for _, it := range an.items {
+			if it.kind == kindCommand && it.readOnly {
+				if why := endlessFile(r.Stat, it.operands); why != "" {
+					return false, it.display() + ": " + why
+				}
+			}
+		}
+		if why := endlessFile(r.Stat, an.inputs); why != "" {
+			return false, why
+		}
+	}
+	return true, ""
+}
+
+// endlessFile names the first path that is a named pipe, socket or
+// device other than /dev/null, whose reading may never end.
+func endlessFile(stat func(string) (fs.FileMode, error), paths []string) string {
+	for _, p := range paths {
+		if p == "/dev/null" || p == "-" {
+			continue
+		}
+		m, err := stat(p)
+		if err == nil && m&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice) != 0 {
+			return "reads " + p + ", which is not a regular file and may never end"
+		}
+	}
+	return ""
+}
+
+// StatIn is a Request.Stat for commands run in dir: os.Stat, with
+// relative paths taken from dir.
+func StatIn(dir string) func(string) (fs.FileMode, error) {
+	return func(p string) (fs.FileMode, error) {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			return 0, err
+		}
+		return fi.Mode(), nil
 	}
 }
 
@@ -113,7 +217,7 @@ func decideReadOnly(an *analysis, maybe []*rule) Verdict {
 	return Verdict{Decision: Allow, Reason: "read-only"}
 }
 
-func decideAsk(an *analysis, allow []rule, maybe []*rule) Verdict {
+func decideAsk(an *analysis, allow []rule, maybe []*rule, bg bool, endWhy string) Verdict {
 	var (
 		whys   []string
 		used   uniq
@@ -127,7 +231,7 @@ func decideAsk(an *analysis, allow []rule, maybe []*rule) Verdict {
 			offer = false
 			continue
 		}
-		if it.kind == kindWrapper || it.readOnly {
+		if it.kind == kindWrapper || it.readOnly && (!bg || it.forever == "") {
 			continue
 		}
 		if it.kind == kindEffect && it.benign {
@@ -150,6 +254,10 @@ func decideAsk(an *analysis, allow []rule, maybe []*rule) Verdict {
 	}
 	if len(an.cannot.list) > 0 {
 		return Verdict{Decision: Ask, Reason: "cannot judge: " + summarize(append(slices.Clip(an.cannot.list), whys...))}
+	}
+	if bg && len(whys) == 0 && len(used.list) == 0 {
+		whys = append(whys, "a background task has no timeout, and "+endWhy)
+		offer = false
 	}
 	if len(whys) == 0 {
 		switch {

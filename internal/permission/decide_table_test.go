@@ -54,7 +54,7 @@ var classificationCases = []struct {
 	{cmd: "eval \"$X\"", want: "QDD"},
 	{cmd: "sh -c 'ls && cat x'", ro: true, judge: true, want: "AAA"},
 	{cmd: "bash -c \"rm -rf /\"", judge: true, want: "DDD"},
-	{cmd: "bash -lc 'go test ./...'", judge: true, want: "AAD"},
+	{cmd: "bash -lc 'go test ./...'", judge: true, want: "QAD"}, // a login shell runs startup files
 	{cmd: "bash -c 'bash -c \"rm -rf /\"'", judge: true, want: "DDD"},
 	{cmd: "sh -c \"$SCRIPT\"", want: "QDD"},
 	{cmd: "sh -c \"ls; $(rm -rf /)\"", want: "DDD"},
@@ -71,8 +71,8 @@ var classificationCases = []struct {
 	{cmd: "sh <<< 'rm -rf /'", judge: true, want: "DDD"},
 	{cmd: "bash < script.sh", judge: true, want: "QAD"},
 	{cmd: "python3 <<'EOF'\nprint(1)\nEOF", judge: true, want: "QAD"},
-	{cmd: "alias x='rm -rf /'", judge: true, want: "DDD"},
-	{cmd: "alias ll='ls -la'", ro: true, judge: true, want: "AAA"},
+	{cmd: "alias x='rm -rf /'", want: "DDD"},
+	{cmd: "alias ll='ls -la'", want: "QDD"}, // an alias changes how later lines are read
 
 	// Commands embedded in the arguments of other programs.
 	{cmd: "watch rm -rf /tmp/x", judge: true, want: "DDD"},
@@ -120,7 +120,7 @@ var classificationCases = []struct {
 	{cmd: "find . -name '*.o' -delete", judge: true, want: "QAD"},
 	{cmd: "find . -exec rm -rf {} \\;", judge: true, want: "DDD"},
 	{cmd: "find . -type f -exec grep -l TODO {} +", ro: true, judge: true, want: "AAA"},
-	{cmd: "find . -execdir sh -c 'echo {}' \\;", ro: true, judge: true, want: "AAA"},
+	{cmd: "find . -execdir sh -c 'echo {}' \\;", want: "QDD"}, // file names become script text
 	{cmd: "find . -fprint out.txt", judge: true, want: "QAD"},
 	{cmd: "find . -ok rm {} \\;", judge: true, want: "QAD"},
 	{cmd: "find . $ACTION", want: "QDD"},
@@ -154,7 +154,7 @@ var classificationCases = []struct {
 	{cmd: "PATH=/tmp:$PATH go test", judge: true, want: "QAD"},
 	{cmd: "CGO_ENABLED=0 go test ./...", judge: true, want: "AAD"},
 	{cmd: "x=5; echo $x", ro: true, judge: true, want: "AAA"},
-	{cmd: "X=5; echo $X", judge: true, want: "AAD"},
+	{cmd: "X=5; echo $X", judge: true, want: "QAD"}, // an upper-case name not known harmless
 	{cmd: "export PATH=/tmp:$PATH; ls", judge: true, want: "QAD"},
 	{cmd: "declare -n ref=PATH", judge: true, want: "QAD"},
 
@@ -171,8 +171,8 @@ var classificationCases = []struct {
 	{cmd: "if false; then rm() { :; }; fi; rm -r x", judge: true, want: "QAD"},
 	{cmd: "f() { ls; }; eval f", judge: true, want: "QAD"},
 	{cmd: "echo $((1+2))", ro: true, judge: true, want: "AAA"},
-	{cmd: "(( x = 5 )); echo $x", ro: true, judge: true, want: "AAA"},
-	{cmd: "let x=1+2", ro: true, judge: true, want: "AAA"},
+	{cmd: "(( x = 5 )); echo $x", judge: true, want: "QAD"}, // names in arithmetic are evaluated
+	{cmd: "let x=1+2", judge: true, want: "QAD"},
 	{cmd: "select x in a b; do echo $x; done", ro: true, judge: true, want: "AAA"},
 	{cmd: "trap 'rm -rf /tmp/x' EXIT; ls", judge: true, want: "DDD"},
 	{cmd: "trap 'rm -f \"$tmp\"' EXIT", judge: true, want: "QDD"},

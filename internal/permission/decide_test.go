@@ -1,6 +1,8 @@
 package permission
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -82,7 +84,8 @@ func TestReasons(t *testing.T) {
 		{ModeAsk, "ls && rm -rf /tmp/x", []string{"denied", "rm -rf /tmp/x", `"rm -rf"`}},
 		{ModeAsk, "go test ./...", []string{`allowed by rule "go test"`}},
 		{ModeAsk, "cat x", []string{"read-only"}},
-		{ModeAsk, "export FOO=bar", []string{"assignments to ordinary variables"}},
+		{ModeAsk, "export CI=1", []string{"assignments to ordinary variables"}},
+		{ModeAsk, "export FOO=bar", []string{"assigns FOO", "can change which programs run"}},
 		{ModeAsk, "npm install", []string{"npm install", "not on the read-only list"}},
 		{ModeAsk, "$X", []string{"cannot judge", "$X"}},
 		{ModeAuto, "rm $F", []string{"might match", `"rm -rf"`, "literally"}},
@@ -184,6 +187,10 @@ func TestDocsExamples(t *testing.T) {
 		{"flock f rm -rf x", "DDD", ""},
 		{"rm -f -r x", "DDD", ""},
 		{"./rm -rf x", "DDD", ""},
+		{"awk 'NR > 1' data.csv", "AAA", ""},
+		{"sort *", "QAD", ""},
+		{"bash -lc 'go test ./...'", "QAD", ""},
+		{"alias r=rm", "QDD", ""},
 	}
 	letter := map[Decision]byte{Allow: 'A', Ask: 'Q', Deny: 'D'}
 	for _, c := range cases {
@@ -203,5 +210,50 @@ func TestDocsExamples(t *testing.T) {
 		if string(got) != c.want || !slices.Equal(prefixes, want) {
 			t.Errorf("%q: %s %q, want %s %q", c.cmd, got, prefixes, c.want, want)
 		}
+	}
+}
+
+// TestDocsExamplesTable reads the examples table of docs/permissions.md
+// and decides every row, so the document cannot drift from the judge.
+func TestDocsExamplesTable(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "permissions.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(data), "\n## Examples\n")
+	if !ok {
+		t.Fatal("docs/permissions.md has no Examples section")
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	rules := Rules{Allow: []string{"go test", "git push"}, Deny: []string{"rm -rf", "curl"}}
+	if !strings.Contains(table, "`allow: [\"go test\", \"git push\"]` and `deny: [\"rm -rf\", \"curl\"]`") {
+		t.Fatal("the Examples section no longer states the rules this test decides with")
+	}
+	rows := 0
+	for _, line := range strings.Split(table, "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		cells := strings.Split(strings.ReplaceAll(line, `\|`, "\x00"), "|")
+		if len(cells) != 7 {
+			t.Fatalf("row %q has %d cells", line, len(cells))
+		}
+		for i := range cells {
+			cells[i] = strings.ReplaceAll(strings.TrimSpace(cells[i]), "\x00", "|")
+		}
+		cmd := strings.Trim(cells[1], "`")
+		for i, m := range Modes() {
+			if v := Decide(m, rules, nil, cmd); v.Decision.String() != cells[2+i] {
+				t.Errorf("%q in %s mode: %v, the document says %s", cmd, m, v, cells[2+i])
+			}
+		}
+		v := Decide(ModeAsk, rules, nil, cmd)
+		if want := strings.Trim(cells[5], "`"); strings.Join(v.Prefixes, " ") != want {
+			t.Errorf("%q: always allow %q, the document says %q", cmd, v.Prefixes, want)
+		}
+		rows++
+	}
+	if rows < 15 {
+		t.Errorf("read %d example rows, want at least 15", rows)
 	}
 }

@@ -44,7 +44,9 @@ func ProjectRulesPath(cwd string) string {
 }
 
 // LoadRules reads and merges the user's and the project's rule files (in
-// that order, duplicates dropped). An empty path or a missing file
+// that order, duplicates dropped). It applies the project's allow rules
+// without the user's approval; callers use LoadTrustedRules, which does
+// not. An empty path or a missing file
 // contributes nothing. A file that is not valid JSON, has fields other than
 // "allow" and "deny", or holds an invalid rule is an error naming the file
 // and the line and column; the rules of the other file are not returned
@@ -171,40 +173,58 @@ func position(data []byte, offset int) string {
 // atomically (temporary file, then rename) with mode 0644. An existing
 // file that does not parse is left alone and reported. Concurrent saves to
 // one project may lose one another's entry; each is complete on disk.
+//
+// SaveProjectAllow leaves the trust of the file alone: a trusted file
+// becomes untrusted, its content having changed. TrustStore.SaveProjectAllow
+// keeps it trusted.
 func SaveProjectAllow(projectCwd, prefix string) error {
+	_, err := saveProjectAllow(projectCwd, prefix)
+	return err
+}
+
+// saveProjectAllow is SaveProjectAllow; it returns the content written,
+// nil when the prefix was already there.
+func saveProjectAllow(projectCwd, prefix string) ([]byte, error) {
 	words, err := parseRule(prefix)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(words) < 2 {
-		return fmt.Errorf("%w %q: always-allow never covers a program alone", ErrInvalidRule, prefix)
+		return nil, fmt.Errorf("%w %q: always-allow never covers a program alone", ErrInvalidRule, prefix)
 	}
 	norm := joinRule(words)
 	path := ProjectRulesPath(projectCwd)
 	fields, err := readFields(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var allow []string
 	if raw, ok := fields["allow"]; ok {
 		if err := json.Unmarshal(raw, &allow); err != nil {
-			return fmt.Errorf("permission rules %s: allow: %w", path, err)
+			return nil, fmt.Errorf("permission rules %s: allow: %w", path, err)
 		}
 	}
 	if slices.Contains(allow, norm) {
-		return nil
+		return nil, nil
 	}
 	allow = append(allow, norm)
 	raw, err := json.Marshal(allow)
 	if err != nil {
-		return fmt.Errorf("permission rules %s: %w", path, err)
+		return nil, fmt.Errorf("permission rules %s: %w", path, err)
 	}
 	fields["allow"] = raw
 	out, err := json.MarshalIndent(fields, "", "  ")
 	if err != nil {
-		return fmt.Errorf("permission rules %s: %w", path, err)
+		return nil, fmt.Errorf("permission rules %s: %w", path, err)
 	}
-	return writeAtomic(path, append(out, '\n'))
+	out = append(out, '\n')
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("permission rules: %w", err)
+	}
+	if err := writeFileAtomic(path, out, 0o644); err != nil {
+		return nil, fmt.Errorf("permission rules: %w", err)
+	}
+	return out, nil
 }
 
 // readFields reads a rule file as raw fields; a missing file is empty.
@@ -229,35 +249,28 @@ func readFields(path string) (map[string]json.RawMessage, error) {
 	return fields, nil
 }
 
-// writeAtomic replaces path with data: a temporary file in the same
-// directory, synced, then renamed over it.
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("permission rules: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, "."+fileName+".*")
+// writeFileAtomic replaces path with data and the given mode: a
+// temporary file in the same directory, synced, then renamed over it.
+func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return fmt.Errorf("permission rules: %w", err)
+		return err
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename this finds nothing
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
-		return fmt.Errorf("permission rules: write %s: %w", tmp.Name(), err)
+		return fmt.Errorf("write %s: %w", tmp.Name(), err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
-		return fmt.Errorf("permission rules: %w", err)
+		return err
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return fmt.Errorf("permission rules: sync %s: %w", tmp.Name(), err)
+		return fmt.Errorf("sync %s: %w", tmp.Name(), err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("permission rules: %w", err)
+		return err
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("permission rules: %w", err)
-	}
-	return nil
+	return os.Rename(tmp.Name(), path)
 }

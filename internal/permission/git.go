@@ -1,54 +1,35 @@
 package permission
 
 import (
-	"fmt"
-	"slices"
 	"strings"
 )
 
-// Git's global options (before the subcommand).
-var (
-	gitGlobalFlags = []string{"--no-pager", "-P", "-p", "--paginate", "--no-optional-locks",
-		"--literal-pathspecs", "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs",
-		"--no-replace-objects", "--bare", "--no-advice", "--no-lazy-fetch"}
-	gitGlobalValues = []string{"-C", "--git-dir", "--work-tree", "--namespace"}
-	gitInfoOptions  = []string{"--version", "--help", "-h", "--html-path", "--man-path", "--info-path", "--exec-path"}
-)
+// gitGlobalSpec is the allowlist of git's global options (before the
+// subcommand). -c, --config-env and --exec-path=DIR can make git run
+// other programs and are not on it.
+var gitGlobalSpec = newSpec(stylePOSIX, "--no-pager -P -p --paginate --no-optional-locks --literal-pathspecs "+
+	"--glob-pathspecs --noglob-pathspecs --icase-pathspecs --no-replace-objects --bare --no-advice --no-lazy-fetch "+
+	"-C: --git-dir: --work-tree: --namespace: --version --help -h --html-path --man-path --info-path --exec-path")
 
 // gitGlobals skips git's global options. It returns the words from the
-// subcommand on, and false with a reason when an option is unknown, only
-// known at run time, or can make git run other programs (-c,
-// --config-env, --exec-path=DIR).
-func gitGlobals(args []word) ([]word, bool, string) {
-	for i := 0; i < len(args); i++ {
-		w := args[i]
-		if !w.lit {
-			if w.flagish() {
-				return args[i:], false, fmt.Sprintf("git's option %s is only known at run time", w.text)
-			}
-			return args[i:], true, ""
+// subcommand on, the global options seen, and false with a reason when an
+// option is not on the allowlist or is only known at run time.
+func gitGlobals(args []word) ([]word, scanned, bool, string) {
+	sc := gitGlobalSpec.scan("git", args)
+	if sc.problem != "" {
+		return args, sc, false, sc.problem
+	}
+	for _, o := range sc.opts {
+		if o.name == "--exec-path" && o.val != nil {
+			return args, sc, false, "git --exec-path=DIR runs programs from DIR"
 		}
-		name, _, eq := strings.Cut(w.text, "=")
-		switch {
-		case !strings.HasPrefix(w.text, "-"):
-			return args[i:], true, ""
-		case slices.Contains(gitGlobalFlags, w.text):
-		case slices.Contains(gitGlobalValues, name):
-			if !eq {
-				i++
-				if i < len(args) && args[i].multi {
-					return args[i:], false, fmt.Sprintf("the value of git %s is only known at run time", name)
-				}
-			}
-		case slices.Contains(gitInfoOptions, w.text):
-			return args[i:], true, ""
-		case name == "-c" || name == "--config-env" || name == "--exec-path":
-			return args[i:], false, "git " + name + " can make git run other programs"
-		default:
-			return args[i:], false, "unknown git option " + w.text
+		if o.val != nil && o.val.multi {
+			return args, sc, false, "the value of git " + o.name + " is only known at run time"
 		}
 	}
-	return nil, true, ""
+	// The operands are the subcommand and its words; scan stopped at the
+	// subcommand, so they are the tail of args.
+	return args[len(args)-len(sc.operands):], sc, true, ""
 }
 
 // canonical returns the command's words with the global options of git
@@ -61,7 +42,7 @@ func canonical(words []word) ([]word, bool) {
 	}
 	switch programName(words[0].text) {
 	case "git":
-		rest, ok, _ := gitGlobals(words[1:])
+		rest, _, ok, _ := gitGlobals(words[1:])
 		if !ok {
 			return words, false
 		}
@@ -83,201 +64,244 @@ func canonical(words []word) ([]word, bool) {
 	return words, true
 }
 
-// gitOutput is the option of log/diff/show that writes a file.
-var gitOutput = argSpec{badLong: []string{"output"}, bad: "writes a file"}
-
-// gitReadOnly judges git: global options, then the subcommand.
-func gitReadOnly(prog string, args []word) (bool, string) {
-	rest, ok, why := gitGlobals(args)
-	if !ok {
-		return false, why
-	}
-	if len(rest) == 0 {
-		return true, "" // git alone prints its usage
-	}
-	if !rest[0].lit {
-		return false, "git: the subcommand " + rest[0].text + " is only known at run time"
-	}
-	sub, rest := rest[0].text, rest[1:]
-	if slices.Contains(gitInfoOptions, sub) {
-		return sub != "--exec-path" || len(rest) == 0, "git --exec-path with an argument is not read-only"
-	}
-	name := "git " + sub
-	switch sub {
-	case "status", "log", "diff", "show", "blame", "annotate", "shortlog", "describe", "rev-parse",
-		"rev-list", "ls-files", "ls-tree", "cat-file", "merge-base", "name-rev", "for-each-ref",
-		"show-ref", "show-branch", "check-ignore", "check-attr", "count-objects", "whatchanged",
-		"cherry", "version", "diff-tree", "diff-files", "diff-index", "range-diff":
-		return gitOutput.check(name, rest)
-	case "ls-remote":
-		return argSpec{badLong: []string{"upload-pack"}, bad: "runs a program"}.check(name, rest)
-	case "grep":
-		return argSpec{shortArg: "efABCm", badShort: "O", badLong: []string{"open-files-in-pager"},
-			bad: "runs a pager program"}.check(name, rest)
-	case "branch":
-		return gitListing(name, rest, gitBranchFlags, "arvliq", false)
-	case "tag":
-		return gitListing(name, rest, gitTagFlags, "li", true)
-	case "remote":
-		return gitRemote(name, rest)
-	case "config":
-		return gitConfig(name, rest)
-	case "stash", "worktree", "submodule", "reflog", "notes":
-		return gitSubSub(sub, rest)
-	}
-	return false, name + " is not read-only"
-}
-
-// Flags of git branch and git tag that only list. The bool says whether
-// the flag takes the next word as its value.
-var (
-	gitBranchFlags = map[string]bool{
-		"-a": false, "--all": false, "-r": false, "--remotes": false, "-v": false, "-vv": false,
-		"--verbose": false, "-l": false, "--list": false, "--show-current": false, "--no-color": false,
-		"--color": false, "--no-column": false, "--column": false, "-i": false, "--ignore-case": false,
-		"--omit-empty": false, "--no-abbrev": false, "--abbrev": false, "-q": false, "--quiet": false,
-		"--sort": true, "--format": true, "--points-at": true, "--contains": true, "--no-contains": true,
-		"--merged": true, "--no-merged": true,
-	}
-	gitTagFlags = map[string]bool{
-		"-l": false, "--list": false, "--no-column": false, "--column": false, "-i": false,
-		"--ignore-case": false, "--color": false, "--omit-empty": false,
-		"--sort": true, "--format": true, "--points-at": true, "--contains": true, "--no-contains": true,
-		"--merged": true, "--no-merged": true,
-	}
+// Option allowlists of git's read-only subcommands. Git accepts unique
+// abbreviations of long options (--unset-a); only whole names are on the
+// lists, so an abbreviation asks. Revision and diff options are whole
+// words (styleWhole); --output and --ext-diff are not on them.
+const (
+	gitDiffOpts = "-p -u -s -z -R -a -b -w -W -B:: -M:: -C:: -D -l: -S: -G: -O: -U: -X:: " +
+		"--patch --no-patch --unified: --raw --patch-with-raw --stat:: --numstat --shortstat --dirstat:: " +
+		"--cumulative --dirstat-by-file:: --summary --patch-with-stat --name-only --name-status --submodule:: " +
+		"--color:: --no-color --color-moved:: --no-color-moved --color-moved-ws: --word-diff:: --word-diff-regex: " +
+		"--color-words:: --no-renames --check --full-index --binary --abbrev:: --break-rewrites:: " +
+		"--find-renames:: --find-copies:: --find-copies-harder --irreversible-delete --diff-filter: " +
+		"--pickaxe-all --pickaxe-regex --find-object: --relative:: --no-relative --text --ignore-cr-at-eol " +
+		"--ignore-space-at-eol --ignore-space-change --ignore-all-space --ignore-blank-lines " +
+		"--ignore-matching-lines: --inter-hunk-context: --function-context --exit-code --quiet --no-ext-diff " +
+		"--textconv --no-textconv --ignore-submodules:: --src-prefix: --dst-prefix: --no-prefix --default-prefix " +
+		"--line-prefix: --ita-invisible-in-index --ita-visible-in-index --minimal --patience --histogram " +
+		"--anchored: --diff-algorithm: --indent-heuristic --no-indent-heuristic --compact-summary --stat-width: " +
+		"--stat-name-width: --stat-graph-width: --stat-count: --output-indicator-new: --output-indicator-old: " +
+		"--output-indicator-context: --no-stat --merge-base --cached --staged --no-index --name-rev -1 -2 -3 " +
+		"--base --ours --theirs -c --cc --combined-all-paths -m --remerge-diff --diff-merges: --no-diff-merges " +
+		"--dd --first-parent --rotate-to: --skip-to: -t -r --root --stdin --no-commit-id --always -v --pretty:: " +
+		"--format: --expand-tabs:: --no-expand-tabs --notes:: --no-notes --show-notes-by-default --encoding: " +
+		"--show-signature -h --help --default: --ws-error-highlight: -K"
+	gitRevOpts = "# -n: --max-count: --skip: --since: --after: --until: --before: --author: --committer: --grep-reflog: " +
+		"--grep: --all-match --invert-grep -i --regexp-ignore-case --basic-regexp -E --extended-regexp -F " +
+		"--fixed-strings -P --perl-regexp --remove-empty --merges --no-merges --min-parents: --max-parents: " +
+		"--no-min-parents --no-max-parents --first-parent --exclude-first-parent-only --not --all --branches:: " +
+		"--tags:: --remotes:: --glob: --exclude: --exclude-hidden: --reflog --alternate-refs --single-worktree " +
+		"--ignore-missing --bisect --cherry-mark --cherry-pick --left-only --right-only --cherry -g " +
+		"--walk-reflogs --merge --boundary --simplify-by-decoration --show-pulls --full-history --dense --sparse " +
+		"--simplify-merges --ancestry-path:: --date-order --author-date-order --topo-order --reverse --no-walk:: " +
+		"--do-walk --oneline --decorate:: --no-decorate --decorate-refs: --decorate-refs-exclude: --source " +
+		"--mailmap --no-mailmap --use-mailmap --no-use-mailmap --full-diff --log-size -L: --relative-date " +
+		"--date: --parents --children --left-right --graph --show-linear-break:: --follow --abbrev-commit " +
+		"--no-abbrev-commit --no-abbrev --clear-decorations --count --objects --objects-edge --unpacked " +
+		"--in-commit-order --no-object-names --filter: --missing: --timestamp --header --show-origin "
+	gitLogOpts = gitRevOpts + gitDiffOpts
 )
 
-// gitListing judges git branch / git tag: read-only when every flag only
-// lists and operands are patterns (after -l/--list, or -n for tags).
-func gitListing(name string, args []word, flags map[string]bool, letters string, tag bool) (bool, string) {
-	list, operands := false, 0
-	for i := 0; i < len(args); i++ {
-		w := args[i]
-		if !w.lit {
-			if w.flagish() {
-				return false, fmt.Sprintf("%s may get an option only known at run time (%s)", name, w.text)
+// gitSubs are git's read-only subcommands and their allowlists.
+var gitSubs = map[string]program{
+	"log":         std(styleWhole, gitLogOpts),
+	"show":        std(styleWhole, gitLogOpts),
+	"whatchanged": std(styleWhole, gitLogOpts),
+	"rev-list":    std(styleWhole, gitLogOpts+" --quiet --disk-usage:: --exclude-promisor-objects --use-bitmap-index --indexed-objects"),
+	"shortlog":    std(styleWhole, gitRevOpts+" -s -e -c -w:: --numbered --summary --email --committer --group: --format:: -h"),
+	"diff":        std(styleWhole, gitDiffOpts),
+	"diff-tree":   std(styleWhole, gitDiffOpts),
+	"diff-files":  std(styleWhole, gitDiffOpts+" -q"),
+	"diff-index":  std(styleWhole, gitDiffOpts),
+	"range-diff":  std(styleWhole, gitDiffOpts+" --creation-factor: --no-dual-color --left-only --right-only"),
+	"status": std(styleGNU, "-s -b -z -v -u:: -M:: --short --branch --porcelain:: --long --show-stash --ahead-behind "+
+		"--no-ahead-behind --untracked-files:: --ignored:: --ignore-submodules:: --column:: --no-column --renames "+
+		"--no-renames --find-renames:: --null --verbose -h --help"),
+	"blame": std(styleGNU, "-b -c -e -f -l -n -p -s -t -w -M:: -C:: -L: -S: --root --show-stats --porcelain --line-porcelain "+
+		"--incremental --encoding: --contents: --date: --progress --no-progress --score-debug --show-name "+
+		"--show-number --show-email --abbrev:: --ignore-rev: --ignore-revs-file: --color-lines --color-by-age "+
+		"--minimal --reverse: --first-parent -h --help"),
+	"annotate": std(styleGNU, "-b -c -e -f -l -n -p -s -t -w -M:: -C:: -L: -S: --root --show-stats --porcelain --incremental "+
+		"--encoding: --contents: --date: --show-name --show-number --show-email --abbrev:: -h --help"),
+	"describe": std(styleGNU, "--all --tags --contains --abbrev:: --candidates: --exact-match --debug --long --match: --exclude: "+
+		"--always --first-parent --dirty:: --broken:: -h --help"),
+	"rev-parse": std(styleGNU, "--show-toplevel --git-dir --absolute-git-dir --git-common-dir --is-inside-work-tree "+
+		"--is-inside-git-dir --is-bare-repository --is-shallow-repository --show-prefix --show-cdup "+
+		"--show-superproject-working-tree --abbrev-ref:: --short:: --verify --quiet -q --symbolic --symbolic-full-name "+
+		"--all --branches:: --tags:: --remotes:: --glob: --exclude: --default: --prefix: --sq --sq-quote --not "+
+		"--revs-only --no-revs --flags --no-flags --local-env-vars --path-format: --git-path: --show-object-format:: "+
+		"--resolve-git-dir: --since: --after: --until: --before: --shared-index-path --disambiguate: --end-of-options -h --help"),
+	"ls-files": std(styleGNU, "-c -d -m -o -i -s -u -k -z -t -v -f --cached --deleted --modified --others --ignored --stage "+
+		"--unmerged --killed --directory --no-empty-directory --eol --exclude: -x: --exclude-from: -X: "+
+		"--exclude-per-directory: --exclude-standard --error-unmatch --with-tree: --full-name --recurse-submodules "+
+		"--abbrev:: --debug --deduplicate --sparse --format: --resolve-undo -h --help"),
+	"ls-tree": std(styleGNU, "-d -r -t -l -z --long --name-only --name-status --object-only --full-name --full-tree --abbrev:: --format: -h --help"),
+	"cat-file": std(styleGNU, "-t -s -e -p --batch:: --batch-check:: --batch-command:: --batch-all-objects --buffer "+
+		"--follow-symlinks --unordered --textconv --filters --path: --allow-unknown-type --use-mailmap --no-use-mailmap -Z -h --help"),
+	"merge-base": std(styleGNU, "-a --all --octopus --independent --is-ancestor --fork-point -h --help"),
+	"name-rev":   std(styleGNU, "--tags --refs: --exclude: --all --annotate-stdin --name-only --no-undefined --always -h --help"),
+	"for-each-ref": std(styleGNU, "--count: --shell -s --perl -p --python --tcl --sort: --format: --color:: --points-at: "+
+		"--merged: --no-merged: --contains: --no-contains: --ignore-case --omit-empty --stdin --exclude: "+
+		"--include-root-refs -h --help"),
+	"show-ref": std(styleGNU, "--head --heads --tags --branches -d --dereference -s --hash:: --abbrev:: --verify -q --quiet "+
+		"--exclude-existing:: --exists -h --help"),
+	"show-branch": std(styleGNU, "-a -r -g --all --remotes --topo-order --date-order --current --color:: --no-color --more: "+
+		"--list --merge-base --independent --no-name --sha1-name --sparse --topics --reflog:: -h --help"),
+	"check-ignore":  std(styleGNU, "-q -v -n -z --quiet --verbose --non-matching --stdin --no-index -h --help"),
+	"check-attr":    std(styleGNU, "-a -z --all --cached --stdin --source: -h --help"),
+	"count-objects": std(styleGNU, "-v -H --verbose --human-readable -h --help"),
+	"cherry":        std(styleGNU, "-v --abbrev:: -h --help"),
+	"version":       std(styleGNU, "--build-options -h --help"),
+	"grep": std(styleGNU, "# -e: -f: -i -v -w -n -l -L -c -h -H -o -q -E -F -G -P -r -I -W -p -z -a -A: -B: -C: -m: "+
+		"--cached --untracked --no-index --no-recursive --recurse-submodules --max-depth: --and --or --not "+
+		"--all-match --heading --break --color:: --no-color --column --null --full-name --threads: "+
+		"--exclude-standard --no-exclude-standard --name-only --files-with-matches --files-without-match --count "+
+		"--line-number --ignore-case --word-regexp --invert-match --extended-regexp --fixed-strings "+
+		"--basic-regexp --perl-regexp --only-matching --quiet --text --textconv --no-textconv --max-count: "+
+		"--function-context --show-function --no-index --recursive --help"),
+	"branch": {spec: newSpec(styleGNU, "-a -r -v -l -i -q --all --remotes --verbose --list --show-current --no-color --color:: "+
+		"--no-column --column:: --ignore-case --omit-empty --no-abbrev --abbrev:: --quiet --sort: --format: "+
+		"--points-at: --contains: --no-contains: --merged: --no-merged: -h --help"), check: listing("--list", "-l")},
+	"tag": {spec: newSpec(styleGNU, "-l -i -n:: --list --no-column --column:: --ignore-case --color:: --omit-empty --sort: "+
+		"--format: --points-at: --contains: --no-contains: --merged: --no-merged: -h --help"), check: listing("--list", "-l", "-n")},
+	"help": std(styleGNU, "-a -g -c -m --all --guides --config --man --user-interfaces --developer-interfaces --verbose "+
+		"--no-verbose --no-external-commands --no-aliases"),
+	"remote":    {custom: gitRemote},
+	"config":    {custom: gitConfig},
+	"stash":     {custom: gitGroup(map[string]program{"list": std(styleWhole, gitLogOpts), "show": std(styleWhole, gitDiffOpts+" --include-untracked --only-untracked")}, "")},
+	"worktree":  {custom: gitGroup(map[string]program{"list": std(styleGNU, "--porcelain -z -v --verbose --expire:")}, "")},
+	"submodule": {custom: gitSubmodule},
+	"reflog": {custom: gitGroup(map[string]program{"show": std(styleWhole, gitLogOpts),
+		"exists": std(styleGNU, "")}, "show")},
+	"notes": {custom: gitNotes},
+}
+
+// listing is the check of git branch and git tag: a name creates one
+// unless it lists (--list, -l, -n).
+func listing(flags ...string) func(string, *scanned) string {
+	return func(name string, sc *scanned) string {
+		if len(sc.operands) > 0 && !sc.has(flags...) {
+			return name + " with a name creates or changes it"
+		}
+		return ""
+	}
+}
+
+// gitReadOnly judges git: global options, then the subcommand.
+func gitReadOnly(prog string, args []word, open bool) roResult {
+	if open {
+		return notRO("git receives more arguments at run time (xargs)")
+	}
+	rest, globals, ok, why := gitGlobals(args)
+	if !ok {
+		return notRO("%s", why)
+	}
+	if globals.has("--version", "--help", "-h", "--html-path", "--man-path", "--info-path", "--exec-path") {
+		return roResult{ok: len(rest) == 0 || globals.has("--help", "-h"), why: "git with an information option takes no subcommand", forever: ""}
+	}
+	if len(rest) == 0 {
+		return roResult{ok: true} // git alone prints its usage
+	}
+	if !rest[0].lit {
+		return notRO("git: the subcommand %s is only known at run time", rest[0].text)
+	}
+	sub := rest[0].text
+	p, ok := gitSubs[sub]
+	if !ok {
+		return notRO("git %s is not on the read-only list", sub)
+	}
+	r := p.judge("git "+sub, rest[1:], false)
+	r.files = nil
+	return r
+}
+
+// gitGroup judges a subcommand with subcommands of its own (git stash
+// list); def is the default one, used when the first word is an option
+// or missing ("" when there is none).
+func gitGroup(subs map[string]program, def string) func(string, []word, bool) roResult {
+	return func(name string, args []word, open bool) roResult {
+		first := def
+		if len(args) > 0 && !args[0].isFlag() {
+			if !args[0].lit {
+				return notRO("%s: the subcommand %s is only known at run time", name, args[0].text)
 			}
-			operands++
-			continue
+			first, args = args[0].text, args[1:]
 		}
-		t := w.text
-		if !w.isFlag() {
-			operands++
-			continue
-		}
-		if tag && strings.HasPrefix(t, "-n") && (len(t) == 2 || isDigits(t[2:])) {
-			list = true
-			continue
-		}
-		flag, _, eq := strings.Cut(t, "=")
-		takesValue, ok := flags[flag]
-		if !ok && !strings.HasPrefix(t, "--") && clusterOf(t, letters) {
-			ok = true
-		}
+		p, ok := subs[first]
 		if !ok {
-			return false, fmt.Sprintf("%s %s is not read-only", name, t)
+			return notRO("%s is not read-only", strings.TrimSpace(name+" "+first))
 		}
-		if flag == "--list" || !strings.HasPrefix(flag, "--") && strings.Contains(flag, "l") {
-			list = true
-		}
-		if takesValue && !eq && i+1 < len(args) && !args[i+1].isFlag() {
-			i++
-		}
+		return p.judge(name+" "+first, args, open)
 	}
-	if operands > 0 && !list {
-		return false, name + " with a name creates or changes it"
-	}
-	return true, ""
 }
 
-// clusterOf reports whether t is a cluster of the given short options.
-func clusterOf(t, letters string) bool {
-	if len(t) < 2 || t[0] != '-' || t[1] == '-' {
-		return false
-	}
-	for i := 1; i < len(t); i++ {
-		if strings.IndexByte(letters, t[i]) < 0 {
-			return false
-		}
-	}
-	return true
+// gitRemote allows git remote [-v], git remote get-url and git remote
+// show -n (without -n, show contacts the remote).
+func gitRemote(name string, args []word, open bool) roResult {
+	return gitGroup(map[string]program{
+		"":        std(styleGNU, "-v --verbose"),
+		"get-url": std(styleGNU, "--push --all"),
+		"show": {spec: newSpec(styleGNU, "-n"), check: func(name string, sc *scanned) string {
+			if !sc.has("-n") {
+				return name + " contacts the remote unless -n is given"
+			}
+			return ""
+		}},
+	}, "")(name, args, open)
 }
 
-// gitRemote allows git remote [-v], git remote show …, git remote get-url ….
-func gitRemote(name string, args []word) (bool, string) {
-	if len(args) == 0 {
-		return true, ""
+// gitSubmodule allows git submodule [--quiet] [status|summary …].
+func gitSubmodule(name string, args []word, open bool) roResult {
+	for len(args) > 0 && args[0].lit && (args[0].text == "--quiet" || args[0].text == "-q") {
+		args = args[1:]
 	}
-	if !args[0].lit {
-		return false, name + ": the subcommand is only known at run time"
-	}
-	switch args[0].text {
-	case "-v", "--verbose":
-		return len(args) == 1, name + " " + args[0].text + " takes no more arguments when listing"
-	case "show", "get-url":
-		return true, ""
-	}
-	return false, name + " " + args[0].text + " is not read-only"
+	return gitGroup(map[string]program{
+		"":        std(styleGNU, ""),
+		"status":  std(styleGNU, "--cached --recursive -q --quiet"),
+		"summary": std(styleGNU, "--cached --files -n: --summary-limit: -q --quiet"),
+	}, "")(name, args, open)
 }
+
+// gitNotes allows git notes [--ref R] [list|show …].
+func gitNotes(name string, args []word, open bool) roResult {
+	if len(args) > 0 && args[0].lit && strings.HasPrefix(args[0].text, "--ref=") {
+		args = args[1:]
+	} else if len(args) > 1 && args[0].lit && args[0].text == "--ref" && !args[1].flagish() {
+		args = args[2:]
+	}
+	return gitGroup(map[string]program{"": std(styleGNU, ""), "list": std(styleGNU, ""), "show": std(styleGNU, "")}, "")(name, args, open)
+}
+
+// gitConfigSpec lists the reading forms of git config and their
+// modifiers; --add, --unset*, --replace-all, --rename-section,
+// --remove-section and --edit are not on it.
+var gitConfigSpec = newSpec(styleGNU, "--get --get-all --get-regexp --get-urlmatch --list -l --get-color --get-colorbool "+
+	"--global --system --local --worktree -f: --file: --blob: --includes --no-includes --show-origin --show-scope "+
+	"--name-only -z --null --type: --bool --int --bool-or-int --path --expiry-date --default: --fixed-value "+
+	"--all --regexp: --value: --url: -h --help")
 
 // gitConfig allows reading options and forbids every writing one.
-func gitConfig(name string, args []word) (bool, string) {
-	read, operands := false, 0
-	for i, w := range args {
-		if !w.lit {
-			if w.flagish() {
-				return false, fmt.Sprintf("%s may get an option only known at run time (%s)", name, w.text)
+func gitConfig(name string, args []word, open bool) roResult {
+	if len(args) > 0 && args[0].lit {
+		switch args[0].text {
+		case "get", "list":
+			sc := gitConfigSpec.scan(name, args[1:])
+			if sc.problem != "" {
+				return notRO("%s", sc.problem)
 			}
-			operands++
-			continue
-		}
-		flag, _, _ := strings.Cut(w.text, "=")
-		switch {
-		case slices.Contains([]string{"--add", "--unset", "--unset-all", "--replace-all", "--rename-section",
-			"--remove-section", "-e", "--edit"}, flag):
-			return false, name + " " + flag + " changes the configuration"
-		case slices.Contains([]string{"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l",
-			"--get-color", "--get-colorbool"}, flag):
-			read = true
-		case i == 0 && (flag == "get" || flag == "list"):
-			read = true
-		case i == 0 && slices.Contains([]string{"set", "unset", "rename-section", "remove-section", "edit"}, flag):
-			return false, name + " " + flag + " changes the configuration"
-		case !w.isFlag():
-			operands++
+			return roResult{ok: true}
+		case "set", "unset", "rename-section", "remove-section", "edit":
+			return notRO("%s %s changes the configuration", name, args[0].text)
 		}
 	}
-	if read || operands == 1 {
-		return true, ""
+	sc := gitConfigSpec.scan(name, args)
+	if sc.problem != "" {
+		return notRO("%s", sc.problem)
 	}
-	return false, name + " with a value changes the configuration"
-}
-
-// gitSubSub allows the listing subcommands of git stash, worktree,
-// submodule, reflog and notes.
-func gitSubSub(sub string, args []word) (bool, string) {
-	first := ""
-	if len(args) > 0 {
-		if !args[0].lit {
-			return false, "git " + sub + ": the subcommand is only known at run time"
-		}
-		first = args[0].text
+	if sc.has("--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--get-color", "--get-colorbool", "-h", "--help") ||
+		len(sc.operands) == 1 && !sc.operands[0].multi {
+		return roResult{ok: true}
 	}
-	allowed := map[string][]string{
-		"stash":     {"list", "show"},
-		"worktree":  {"list"},
-		"submodule": {"", "status", "summary"},
-		"reflog":    {"", "show", "exists"},
-		"notes":     {"", "list", "show"},
-	}[sub]
-	if strings.HasPrefix(first, "-") && slices.Contains(allowed, "") {
-		first = "" // options of the default subcommand
-	}
-	if !slices.Contains(allowed, first) {
-		return false, strings.TrimSpace("git "+sub+" "+first) + " is not read-only"
-	}
-	if len(args) == 0 {
-		return true, ""
-	}
-	return gitOutput.check("git "+sub, args[1:])
+	return notRO("%s with a value changes the configuration", name)
 }

@@ -73,6 +73,11 @@ type Verdict struct {
 	// must not be offered. Only set when Decision is Ask; today it holds at
 	// most one prefix.
 	Prefixes []string
+	// Ends reports that the judge knows the command ends: every command
+	// is read-only and ends (no tail -f, sleep infinity, yes, loop,
+	// coprocess, device or descriptor read). Commands it does not know —
+	// npm run dev, make — are not known to end.
+	Ends bool
 }
 
 // String renders the verdict as "decision: reason".

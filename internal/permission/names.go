@@ -8,45 +8,55 @@ var readOnlyNames = map[string]bool{
 	"LANG": true, "LANGUAGE": true, "TZ": true, "TERM": true, "COLUMNS": true, "LINES": true,
 	"NO_COLOR": true, "FORCE_COLOR": true, "CLICOLOR": true, "CLICOLOR_FORCE": true,
 	"GREP_COLOR": true, "GREP_COLORS": true, "LS_COLORS": true, "TIME_STYLE": true,
-	"QUOTING_STYLE": true, "POSIXLY_CORRECT": true,
+	"QUOTING_STYLE": true,
 }
 
-// sensitiveNames are variables that can change which code a program runs
-// (search paths, preloads, hooks, pagers, editors, config locations,
-// interpreter options). Best effort: the list cannot be complete.
-var sensitiveNames = map[string]bool{
-	"PATH": true, "BASH_ENV": true, "ENV": true, "SHELLOPTS": true, "BASHOPTS": true,
-	"PS4": true, "IFS": true, "PROMPT_COMMAND": true, "CDPATH": true,
-	"HOME": true, "ZDOTDIR": true, "XDG_CONFIG_HOME": true, "XDG_DATA_HOME": true,
-	"EDITOR": true, "VISUAL": true, "BROWSER": true, "LESSOPEN": true, "LESSCLOSE": true,
-	"SSH_ASKPASS": true, "SUDO_ASKPASS": true, "GCONV_PATH": true,
-	"NODE_OPTIONS": true, "NODE_PATH": true, "JAVA_TOOL_OPTIONS": true, "_JAVA_OPTIONS": true,
-	"JDK_JAVA_OPTIONS": true, "PERL5OPT": true, "PERL5LIB": true, "PERLLIB": true,
-	"PYTHONPATH": true, "PYTHONSTARTUP": true, "PYTHONHOME": true, "RUBYOPT": true, "RUBYLIB": true,
-	"GOFLAGS": true, "CC": true, "CXX": true, "LD": true, "MAKEFLAGS": true,
-	"RUSTC": true, "RUSTC_WRAPPER": true, "RUSTFLAGS": true,
+// harmlessNames are upper-case variables known not to change which code
+// a program runs: build targets, log levels, modes. They keep a command
+// from being read-only but do not stop an allow rule from covering it.
+var harmlessNames = map[string]bool{
+	"CGO_ENABLED": true, "GOOS": true, "GOARCH": true, "GOARM": true, "GOAMD64": true, "GOMAXPROCS": true,
+	"GOTRACEBACK": true, "RUST_BACKTRACE": true, "RUST_LOG": true, "NODE_ENV": true, "CI": true, "DEBUG": true,
+	"VERBOSE": true, "PYTHONUNBUFFERED": true, "PYTHONDONTWRITEBYTECODE": true, "RAILS_ENV": true, "PORT": true,
+	"TF_LOG": true, "LOG_LEVEL": true, "TIMEOUT": true,
 }
 
-var sensitivePrefixes = []string{"LD_", "DYLD_", "BASH_FUNC_", "GIT_", "NPM_CONFIG_", "npm_config_", "CARGO_"}
+// sensitiveLower are prefixes and suffixes of lower-case variables that
+// programs read as configuration: npm's and yarn's settings, proxies.
+var (
+	sensitiveLowerPrefixes = []string{"npm_config_", "yarn_", "bash_"}
+	sensitiveLowerSuffixes = []string{"_proxy"}
+)
 
 // classifyName says what assigning the variable does to the command it is
-// given to: notRO when it keeps the command from being read-only (any name
-// with no lower-case letter, except locale and display settings), and
-// sensitive when it can change which code runs.
+// given to, by allowlist: a name with a lower-case letter is an ordinary
+// shell variable (except npm_config_*, *_proxy and the like); a name
+// without one is read-only when it is a locale or display setting,
+// harmless when it is on harmlessNames, and otherwise sensitive — it can
+// change which code runs (PATH, BASH_ENV, PS4, GIT_*, LD_*, BASH_CMDS,
+// POSIXLY_CORRECT…). notRO: it keeps the command from being read-only.
 func classifyName(name string) (notRO, sensitive bool) {
-	sensitive = sensitiveNames[name] || strings.HasSuffix(name, "PAGER")
-	for _, p := range sensitivePrefixes {
-		if strings.HasPrefix(name, p) {
-			sensitive = true
+	if hasLower(name) {
+		lower := strings.ToLower(name)
+		for _, p := range sensitiveLowerPrefixes {
+			if strings.HasPrefix(lower, p) {
+				return true, true
+			}
 		}
-	}
-	if sensitive {
-		return true, true
-	}
-	if readOnlyNames[name] || strings.HasPrefix(name, "LC_") {
+		for _, p := range sensitiveLowerSuffixes {
+			if strings.HasSuffix(lower, p) {
+				return true, true
+			}
+		}
 		return false, false
 	}
-	return !hasLower(name), false
+	switch {
+	case readOnlyNames[name] || strings.HasPrefix(name, "LC_"):
+		return false, false
+	case harmlessNames[name]:
+		return true, false
+	}
+	return true, true
 }
 
 func hasLower(s string) bool {

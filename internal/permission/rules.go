@@ -206,16 +206,14 @@ const (
 )
 
 // runsArguments reports whether a command's arguments may be commands it
-// runs (watch rm -rf /, ssh host 'rm -rf /', flock f rm -rf /). Arguments
-// of programs on the read-only list are data (echo rm -rf, grep rm) and
-// git's are its own (git rm -rf).
+// runs (watch rm -rf /, ssh host 'rm -rf /', docker exec c rm -rf /).
+// Arguments of a command judged read-only are data (echo rm -rf, grep rm)
+// and git's are its own (git rm -rf).
 func runsArguments(it item) bool {
-	if it.kind == kindEffect || len(it.words) < 2 || !it.words[0].lit {
+	if it.kind == kindEffect || it.readOnly || len(it.words) < 2 || !it.words[0].lit {
 		return false
 	}
-	name := programName(it.words[0].text)
-	_, ro := readOnlyTable[name]
-	return !ro && name != "git"
+	return programName(it.words[0].text) != "git"
 }
 
 // embeddedScripts returns the commands of the literal arguments that are

@@ -1,133 +1,90 @@
 package permission
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
-// sedReadOnly judges sed: not -i/--in-place, not -f (a script we cannot
-// see), and scripts without the commands that write files or run programs
-// (w, W, e, and the w and e flags of s). --sandbox makes any script safe.
-func sedReadOnly(prog string, args []word) (bool, string) {
-	var scripts []string
-	explicit, sandbox, opts := false, false, true
-	takeScript := func(w word) (bool, string) {
+// sedSpec is sed's option allowlist: not -i/--in-place (edits files),
+// not -f/--file (a script not on the command line).
+var sedSpec = newSpec(styleGNU, "-n -E -r -s -u -z -e: -l: --quiet --silent --expression: --regexp-extended --separate "+
+	"--unbuffered --null-data --line-length: --posix --sandbox --debug --follow-symlinks --help --version")
+
+// sedReadOnly judges sed: options on the allowlist, and scripts without
+// the commands that write files or run programs (w, W, e, and the w and
+// e flags of s). --sandbox makes any script safe. A script that branches
+// may loop forever.
+func sedReadOnly(prog string, args []word, open bool) roResult {
+	if open {
+		return notRO("sed receives more arguments at run time (xargs)")
+	}
+	sc := sedSpec.scan(prog, args)
+	if sc.problem != "" {
+		return notRO("%s", sc.problem)
+	}
+	var scripts []word
+	files := sc.operands
+	for _, o := range sc.opts {
+		if (o.name == "-e" || o.name == "--expression") && o.val != nil {
+			scripts = append(scripts, *o.val)
+		}
+	}
+	if len(scripts) == 0 && len(files) > 0 {
+		scripts, files = files[:1], files[1:]
+	}
+	r := roResult{ok: true}
+	for _, f := range files {
+		if f.lit {
+			r.files = append(r.files, f.text)
+			if endlessPath(f.text) {
+				r.forever = "sed reads " + f.text + ", which may never end"
+			}
+		}
+	}
+	for _, w := range scripts {
 		if !w.lit {
-			return false, "the sed script " + w.text + " is only known at run time"
+			return notRO("the sed script %s is only known at run time", w.text)
 		}
-		scripts = append(scripts, w.text)
-		return true, ""
-	}
-	for i := 0; i < len(args); i++ {
-		w := args[i]
-		switch {
-		case !w.lit && opts && w.flagish():
-			return false, fmt.Sprintf("sed may get an option only known at run time (%s)", w.text)
-		case opts && w.lit && w.text == "--":
-			opts = false
-		case opts && w.lit && strings.HasPrefix(w.text, "--"):
-			name, val, eq := strings.Cut(w.text[2:], "=")
-			switch {
-			case name == "":
-			case strings.HasPrefix("in-place", name):
-				return false, "sed --in-place edits files"
-			case strings.HasPrefix("file", name):
-				return false, "sed --file runs a script that is not on the command line"
-			case len(name) > 1 && strings.HasPrefix("sandbox", name):
-				sandbox = true
-			case strings.HasPrefix("expression", name):
-				explicit = true
-				if eq {
-					scripts = append(scripts, val)
-				} else if i+1 < len(args) {
-					i++
-					if ok, why := takeScript(args[i]); !ok {
-						return false, why
-					}
-				}
-			case strings.HasPrefix("line-length", name) && !eq:
-				i++
-			}
-		case opts && w.isFlag():
-			for j := 1; j < len(w.text); j++ {
-				switch c := w.text[j]; c {
-				case 'i':
-					return false, "sed -i edits files in place"
-				case 'f':
-					return false, "sed -f runs a script that is not on the command line"
-				case 'e', 'l':
-					if c == 'e' {
-						explicit = true
-					}
-					if j < len(w.text)-1 {
-						if c == 'e' {
-							scripts = append(scripts, w.text[j+1:])
-						}
-					} else if i+1 < len(args) {
-						i++
-						if c == 'e' {
-							if ok, why := takeScript(args[i]); !ok {
-								return false, why
-							}
-						}
-					}
-					j = len(w.text)
-				case 'n', 'r', 'E', 's', 'u', 'z':
-				default:
-					return false, fmt.Sprintf("sed -%c is not judged", c)
-				}
-			}
-		case !explicit && len(scripts) == 0:
-			if ok, why := takeScript(w); !ok {
-				return false, why
-			}
+		ok, loops := sedScriptReadOnly(w.text)
+		if !ok && !sc.has("--sandbox") {
+			return notRO("the sed script may write files or run commands (w, W, e)")
+		}
+		if loops {
+			r.forever = "a sed script that branches may loop forever"
 		}
 	}
-	if sandbox {
-		return true, ""
-	}
-	for _, s := range scripts {
-		if !sedScriptReadOnly(s) {
-			return false, "the sed script may write files or run commands (w, W, e)"
-		}
-	}
-	return true, ""
+	return r
 }
 
 // sedScriptReadOnly reports whether a sed script uses no command that
 // writes a file or runs a program. Anything it does not understand counts
 // as unsafe.
-func sedScriptReadOnly(s string) bool {
+func sedScriptReadOnly(s string) (ok, loops bool) {
 	p := sedParser{s: s}
 	for {
 		p.skip(" \t\n;")
 		if p.eof() {
-			return true
+			return true, p.loops
 		}
 		if p.peek() == '#' {
 			p.toEOL()
 			continue
 		}
 		if !p.address() {
-			return false
+			return false, p.loops
 		}
 		p.skip(" \t")
 		if p.peek() == '!' {
 			p.i++
 			p.skip(" \t")
 		}
-		if p.eof() {
-			return false
-		}
-		if !p.command() {
-			return false
+		if p.eof() || !p.command() {
+			return false, p.loops
 		}
 	}
 }
 
 type sedParser struct {
-	s string
-	i int
+	s     string
+	i     int
+	loops bool // a branch command (b, t, T) was seen
 }
 
 func (p *sedParser) eof() bool { return p.i >= len(p.s) }
@@ -218,6 +175,9 @@ func (p *sedParser) command() bool {
 		p.skip(" \t0123456789")
 		return true
 	case ':', 'b', 't', 'T', 'v':
+		if c != ':' && c != 'v' {
+			p.loops = true
+		}
 		for !p.eof() && p.s[p.i] != '\n' && p.s[p.i] != ';' {
 			p.i++
 		}

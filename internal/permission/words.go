@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -16,19 +17,28 @@ type word struct {
 	// text is the word's value when lit; otherwise its shell source.
 	text string
 	// lit reports that the value is fully known: literal text and quotes
-	// only, no expansion of any kind.
+	// only, no expansion of any kind (no parameter, command, arithmetic,
+	// tilde, brace or pathname expansion).
 	lit bool
 	// multi reports that the word may expand to zero or several words
-	// (unquoted expansions split into fields; brace expansion; "$@").
+	// (unquoted expansions split into fields; brace expansion; globs;
+	// "$@").
 	multi bool
 	// lead is the literal text the word is known to begin with (all of
 	// text when lit).
 	lead string
+	// noOpt reports that the word is known not to begin with '-' although
+	// its lead is empty (~ and ~/x expand to the home directory, <(…) to
+	// /dev/fd/N).
+	noOpt bool
 }
 
 // flagish reports whether the word may begin with '-', i.e. whether a
 // program could read it as an option.
 func (w word) flagish() bool {
+	if w.noOpt {
+		return false
+	}
 	return w.lead == "" || w.lead[0] == '-'
 }
 
@@ -58,57 +68,143 @@ func convertWords(ws []*syntax.Word) []word {
 }
 
 // convertWord computes what can be known about w without expanding it.
+// Only parts positively known to be literal make a literal word; their
+// value is computed by mvdan.cc/sh/v3/expand (quote removal, $'…'
+// escapes), never by hand.
 func convertWord(w *syntax.Word) word {
-	var (
-		b       strings.Builder
-		lit     = true
-		multi   = hasBraceExpansion(w)
-		lead    string
-		leading = true // still inside the word's known leading text
-	)
-	known := func(s string) { b.WriteString(s) }
-	unknown := func() {
-		if leading {
-			lead, leading = b.String(), false
-		}
-		lit = false
+	if w == nil {
+		return litWord("")
 	}
-	for _, part := range w.Parts {
-		switch p := part.(type) {
-		case *syntax.Lit:
-			known(unescapeUnquoted(p.Value))
-		case *syntax.SglQuoted:
-			if p.Dollar && strings.Contains(p.Value, `\`) {
-				unknown() // $'…' escapes are not decoded here
-				continue
-			}
-			known(p.Value)
-		case *syntax.DblQuoted:
-			for _, q := range p.Parts {
-				if l, ok := q.(*syntax.Lit); ok {
-					known(unescapeDouble(l.Value))
-					continue
-				}
-				unknown()
-				if expandsToFields(q) {
-					multi = true
-				}
-			}
-		case *syntax.ProcSubst:
-			unknown() // a single /dev/fd/N path
-		default: // ParamExp, CmdSubst, ArithmExp, ExtGlob, unquoted
-			unknown()
-			multi = true
+	if len(w.Parts) == 1 {
+		// The common case: one plain literal, nothing to expand or remove.
+		if l, ok := w.Parts[0].(*syntax.Lit); ok && !strings.ContainsAny(l.Value, "\\~*?[{") {
+			return litWord(l.Value)
 		}
 	}
-	if lit && !multi {
-		s := b.String()
-		return word{text: s, lit: true, lead: s}
-	}
-	if lit { // only a brace expansion hides the value; its first word is unknown
+	if hasBraceExpansion(w) {
 		return word{text: nodeSource(w), multi: true}
 	}
-	return word{text: nodeSource(w), multi: multi, lead: lead}
+	out := word{lit: true}
+	var known []syntax.WordPart // the leading literal parts
+	leading := true
+	stop := func() {
+		out.lit = false
+		leading = false
+	}
+	for i, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			if i == 0 && strings.HasPrefix(p.Value, "~") {
+				stop()
+				out.multi = false
+				out.noOpt = homeTilde(p.Value)
+				continue
+			}
+			if at := globMeta(p.Value); at >= 0 {
+				if leading && at > 0 {
+					known = append(known, &syntax.Lit{Value: p.Value[:at]})
+				}
+				stop()
+				out.multi = true
+				continue
+			}
+		case *syntax.SglQuoted:
+		case *syntax.DblQuoted:
+			for j, q := range p.Parts {
+				if _, ok := q.(*syntax.Lit); ok {
+					continue
+				}
+				if leading && j > 0 {
+					known = append(known, &syntax.DblQuoted{Parts: p.Parts[:j]})
+				}
+				stop()
+				for _, r := range p.Parts[j:] {
+					if expandsToFields(r) {
+						out.multi = true
+					}
+				}
+				break
+			}
+			if !leading {
+				continue
+			}
+		case *syntax.ProcSubst:
+			if leading && len(known) == 0 {
+				out.noOpt = true // a /dev/fd/N path
+			}
+			stop()
+			continue
+		default: // ParamExp, CmdSubst, ArithmExp, ExtGlob: unquoted, split into fields
+			stop()
+			out.multi = true
+			continue
+		}
+		if leading {
+			known = append(known, part)
+		}
+	}
+	if out.lit {
+		v, ok := literalValue(w.Parts)
+		if !ok {
+			return word{text: nodeSource(w)}
+		}
+		return litWord(v)
+	}
+	out.text = nodeSource(w)
+	if len(known) > 0 {
+		if v, ok := literalValue(known); ok {
+			out.lead = v
+		}
+	}
+	return out
+}
+
+// literalValue is the value of literal parts, by mvdan.cc/sh/v3/expand
+// with no environment: quote removal and the escapes of $'…'. ok is false
+// if expansion fails or yields other than one field.
+func literalValue(parts []syntax.WordPart) (string, bool) {
+	fields, err := expand.Fields(&expand.Config{}, &syntax.Word{Parts: parts})
+	if err != nil || len(fields) != 1 {
+		return "", false
+	}
+	return fields[0], true
+}
+
+// globMeta returns the index of the first unescaped pathname-expansion
+// character of an unquoted literal (*, ?, or a [ closed by a later ]), or
+// -1.
+func globMeta(s string) int {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '*', '?':
+			return i
+		case '[':
+			if strings.IndexByte(s[i+1:], ']') >= 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// homeTilde reports whether an unquoted word beginning with ~ expands to
+// a home directory (~, ~/x, ~user/x), which never begins with '-'. ~+,
+// ~- and ~N expand to $PWD, $OLDPWD and the directory stack, which a
+// script can set to anything.
+func homeTilde(s string) bool {
+	prefix, _, _ := strings.Cut(s[1:], "/")
+	if prefix == "" {
+		return true
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := prefix[i]
+		if c != '_' && c != '.' && c != '-' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return prefix[0] != '-' && prefix[0] != '+' && (prefix[0] < '0' || prefix[0] > '9')
 }
 
 // hasBraceExpansion reports whether an unquoted part of w holds a brace
@@ -141,52 +237,6 @@ func expandsToFields(p syntax.WordPart) bool {
 		return true
 	}
 	return false
-}
-
-// unescapeUnquoted removes the backslashes of an unquoted literal.
-func unescapeUnquoted(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			i++
-			if s[i] == '\n' {
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// unescapeDouble removes the backslashes that are special inside double
-// quotes (before $ ` " \ and newline).
-func unescapeDouble(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	return unescapeBefore(s, "$`\"\\")
-}
-
-// unescapeBefore removes each backslash that precedes one of special, and
-// each backslash-newline pair (a line continuation).
-func unescapeBefore(s, special string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			switch {
-			case strings.IndexByte(special, s[i+1]) >= 0:
-				i++
-			case s[i+1] == '\n':
-				i++
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // nodeSource prints a node back as shell source on one line.

@@ -7,7 +7,8 @@
 // assertions.
 //
 // Point a client at URL(); the server answers POST …/chat/completions and
-// GET …/models (see SetModels; 404 until set).
+// GET …/models (see SetModels; 404 until set). Respond adds an answering
+// function for requests past the script's end.
 //
 // Like a real provider it can also:
 //   - report usage: a request with stream_options.include_usage gets a
@@ -51,6 +52,8 @@ type Server struct {
 	window      int // 0: no context window enforced
 	wording     Wording
 
+	responder func(Request) Response // answers when the script is empty
+
 	models         []string
 	modelsSet      bool
 	modelsFailure  *Response
@@ -74,6 +77,16 @@ func (s *Server) URL() string { return s.srv.URL }
 func (s *Server) Close() {
 	s.srv.CloseClientConnections()
 	s.srv.Close()
+}
+
+// Respond makes f answer every chat request the script has no response
+// left for, instead of failing the test: a long test can answer from what
+// each request says. f gets the recorded request and may be called from
+// several goroutines at once. nil turns it off.
+func (s *Server) Respond(f func(Request) Response) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.responder = f
 }
 
 // Push appends responses to the script.
@@ -196,6 +209,13 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, plan, ok := s.next(&req)
 	if !ok {
+		s.mu.Lock()
+		f := s.responder
+		s.mu.Unlock()
+		if f != nil {
+			f(req).serve(w, r, plan)
+			return
+		}
 		s.t.Errorf("llmtest: request %d has no scripted response", len(s.Requests()))
 		writeError(w, http.StatusInternalServerError, "llmtest: no scripted response left")
 		return

@@ -1,0 +1,169 @@
+package acp
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/internal/event"
+	"github.com/dsh-acp/dsh-acp/replay"
+)
+
+// journalSink records the events worth keeping; streaming-only events
+// (deltas, live output) are left out: AssistantMessage and ToolResult carry
+// their whole content.
+//
+// When the journal cannot write (a full disk), the user is told once, in
+// the session, with the cause; the journal keeps the records and writes
+// them with the next append that fits, and the user is told when saving
+// resumed. Those notes go to the client only, never into the journal.
+type journalSink struct {
+	j    *replay.Journal
+	log  *zap.Logger
+	id   string
+	tell event.Sink // the session's presenter
+
+	check checkpoints
+
+	mu      sync.Mutex
+	failing bool // the user was told that records wait
+}
+
+func newJournalSink(j *replay.Journal, log *zap.Logger, id string, tell event.Sink) *journalSink {
+	js := &journalSink{j: j, log: log, id: id, tell: tell}
+	js.check.write = js.append
+	return js
+}
+
+func (js *journalSink) Emit(ev event.Event) {
+	switch e := ev.(type) {
+	case event.TextDelta, event.ThoughtDelta:
+		return
+	case event.ToolOutput:
+		js.check.output(e.ID, e.Data)
+		return
+	case event.ToolResult:
+		js.check.done(e.ID)
+	}
+	js.append(ev)
+}
+
+// close stops checkpointing.
+func (js *journalSink) close() { js.check.stop() }
+
+func (js *journalSink) append(ev event.Event) {
+	err := js.j.Append(ev)
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	switch {
+	case err == nil && js.failing:
+		js.failing = false
+		js.log.Info("journal writes resumed", zap.String("session", js.id))
+		js.tell.Emit(event.ErrorMessage{Text: "\n[dsh-acp: this session is being saved again; nothing was lost]\n"})
+	case err == nil:
+	case !js.failing:
+		js.failing = true
+		js.log.Error("journal append failed", zap.String("session", js.id), zap.Error(err))
+		js.tell.Emit(event.ErrorMessage{Text: fmt.Sprintf("\n[dsh-acp: this session cannot be saved right now (%s). %s]\n", rootCause(err), keptNote(err))})
+	default:
+		js.log.Debug("journal append failed again", zap.String("session", js.id), zap.Error(err))
+	}
+}
+
+// keptNote says what happens to the records that could not be written.
+func keptNote(err error) string {
+	if errors.Is(err, replay.ErrKept) {
+		return "What happens is kept in memory and saved as soon as the disk has room."
+	}
+	return "What happens now may be missing when the session is reloaded."
+}
+
+// rootCause is the innermost error's text ("no space left on device").
+func rootCause(err error) string {
+	for {
+		var next error
+		switch e := err.(type) {
+		case interface{ Unwrap() []error }:
+			if errs := e.Unwrap(); len(errs) > 0 {
+				next = errs[len(errs)-1]
+			}
+		case interface{ Unwrap() error }:
+			next = e.Unwrap()
+		}
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
+}
+
+// checkpointEvery is how often, at most, a running call's live output is
+// checkpointed into the journal.
+const checkpointEvery = time.Second
+
+// checkpoints gathers a session's live card output and journals it as
+// event.OutputCheckpoint at most every checkpointEvery per call, so a call
+// the daemon dies in replays with what the user saw. The tools cap a
+// card's output, so a call's checkpoints stay within event.MaxCardOutput.
+type checkpoints struct {
+	write func(event.Event) // appends to the journal
+
+	mu      sync.Mutex
+	pending map[string][]byte // by call id: output not yet checkpointed
+	timer   *time.Timer
+	closed  bool
+}
+
+// output takes a live chunk; the first chunk after a flush arms the timer.
+func (c *checkpoints) output(id, data string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	if c.pending == nil {
+		c.pending = map[string][]byte{}
+	}
+	c.pending[id] = append(c.pending[id], data...)
+	if c.timer == nil {
+		c.timer = time.AfterFunc(checkpointEvery, c.flush)
+	}
+}
+
+// done forgets a call's pending output: its result carries the whole.
+func (c *checkpoints) done(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.pending, id)
+}
+
+// flush journals every call's pending output.
+func (c *checkpoints) flush() {
+	c.mu.Lock()
+	pending := c.pending
+	c.pending, c.timer = nil, nil
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return
+	}
+	for _, id := range slices.Sorted(maps.Keys(pending)) {
+		c.write(event.OutputCheckpoint{ID: id, Data: string(pending[id])})
+	}
+}
+
+// stop ends checkpointing (the session closes; a pending checkpoint is
+// dropped: the call's result, or the settler, closes the card).
+func (c *checkpoints) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+}

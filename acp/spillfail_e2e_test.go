@@ -1,0 +1,48 @@
+package acp_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
+)
+
+// toolResultOf is the text the model received for callID.
+func toolResultOf(t *testing.T, model *llmtest.Server, callID string) string {
+	t.Helper()
+	for _, r := range model.Requests() {
+		for _, m := range r.Messages {
+			if m.Role == "tool" && m.ToolCallID == callID {
+				return m.Content
+			}
+		}
+	}
+	t.Fatalf("the model never received a result for %s", callID)
+	return ""
+}
+
+// When the spill file cannot be written (the state directory's disk is
+// full), the model's text says the full output could not be saved, and
+// why, instead of naming a file that is not complete.
+func TestE2ESpillWriteFailureIsSaid(t *testing.T) {
+	state := mountTmpfs(t, "2m")
+	model := llmtest.New(t)
+	d := startModelDaemon(t, daemonBinary(t), state, model, nil)
+	sid := d.newSessionOnly(t.TempDir())
+	fillDisk(t, filepath.Join(state, "filler"))
+
+	model.Push(
+		llmtest.Calls(llmtest.Call{ID: "call_1", Name: "bash", Args: `{"command":"head -c 300000 /dev/zero | tr '\\0' x; echo","description":"Print a lot"}`}),
+		llmtest.Reply("done"),
+	)
+	d.promptExpect(sid, "print a lot", "end_turn")
+	got := toolResultOf(t, model, "call_1")
+	if i := strings.LastIndex(got, "\n"); i >= 0 {
+		got = got[i+1:]
+	}
+	const want = "[output truncated; the full output could not be saved: no space left on device]"
+	if got != want {
+		t.Errorf("the model's text ends %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,357 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dsh-acp/dsh-acp/internal/acptest"
+	"github.com/dsh-acp/dsh-acp/internal/event"
+	"github.com/dsh-acp/dsh-acp/internal/eventually"
+	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
+	"github.com/dsh-acp/dsh-acp/replay"
+)
+
+// chatEnv is an environment for a chat under test: a private state
+// directory, no model, no user rules, no colour, plus extra.
+func chatEnv(t *testing.T, state string, extra ...string) []string {
+	env := append(os.Environ(), "DSH_STATE_DIR="+state, "DSH_API_KEY=", "DEEPSEEK_API_KEY=", "DSH_BASE_URL=", "DSH_MODEL=",
+		"DSH_MODE=", "DSH_LOG_FILE=", "NO_COLOR=1", "XDG_CONFIG_HOME="+t.TempDir(), "GORACE=atexit_sleep_ms=0", "TERM=dumb")
+	return append(env, extra...)
+}
+
+var sessionIDRE = regexp.MustCompile(`session (\d{8}T\d{6}\.\d{6}Z-[0-9a-f]{16})`)
+
+// bannerSession is the session id the banner in out names.
+func bannerSession(t *testing.T, out string) string {
+	t.Helper()
+	m := sessionIDRE.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no session id in the banner:\n%s", out)
+	}
+	return m[1]
+}
+
+// noLogLines fails when anything the agent logged reached the screen.
+func noLogLines(t *testing.T, screen string) {
+	t.Helper()
+	if strings.Contains(screen, `"level"`) || strings.Contains(screen, `"msg"`) {
+		t.Errorf("a log line reached the screen:\n%s", screen)
+	}
+}
+
+// waitProcs waits until n processes carry marker (the command runs).
+func waitProcs(t *testing.T, marker string, n int) {
+	t.Helper()
+	eventually.True(t, 20*time.Second, func() bool {
+		procs, err := acptest.ProcsWithMarker(marker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(procs) >= n
+	}, "fewer than %d processes with the marker", n)
+}
+
+// On a terminal: a one-line banner and a prompt marker; Ctrl-C at the
+// prompt discards the typed line and shows a fresh prompt; Ctrl-D quits;
+// the agent's logs go to <state>/chat/agent.log, never the screen.
+func TestChatOnATerminal(t *testing.T) {
+	bin := acptest.BuildBinary(t)
+	state := t.TempDir()
+	p := startTerm(t, t.TempDir(), bin, chatEnv(t, state, "DSH_LOG_LEVEL=debug"), "chat")
+	p.expect("dsh-acp chat · model deepseek-chat · mode ask · sandbox none · session ")
+	p.expect(" · Ctrl-D quits, Ctrl-C cancels\r\n> ")
+	p.typeIn("abandoned words")
+	p.expect("abandoned words")
+	p.typeIn("\x03")
+	p.expect("^C\r\n> ")
+	p.typeIn("!echo typed-$((20+1))\r")
+	p.expect("┌ echo typed-$((20+1))\r\n│ typed-21\r\n└ ✓ exit 0\r\n> ")
+	p.typeIn("\x04")
+	if code := p.wait(); code != 0 {
+		t.Errorf("exit %d after Ctrl-D", code)
+	}
+	screen := p.output()
+	if strings.Contains(screen, "abandoned words!echo") || strings.Contains(screen, "┌ abandoned") {
+		t.Errorf("the line discarded by Ctrl-C was sent:\n%s", screen)
+	}
+	noLogLines(t, screen)
+	log, err := os.ReadFile(filepath.Join(state, "chat", "agent.log"))
+	if err != nil || !strings.Contains(string(log), `"msg":"serving"`) {
+		t.Errorf("the agent's log is not in <state>/chat/agent.log (%v):\n%s", err, log)
+	}
+}
+
+// During a turn one Ctrl-C cancels it (the card says why and carries the
+// signal), and two within a second end the chat at once, killing what ran.
+func TestChatCtrlCOnATerminal(t *testing.T) {
+	bin := acptest.BuildBinary(t)
+	p := startTerm(t, t.TempDir(), bin, chatEnv(t, t.TempDir()), "chat")
+	p.expect("Ctrl-C cancels\r\n> ")
+	marker := acptest.NewMarker()
+	p.typeIn("!export M=" + marker + "; sleep 600\r")
+	waitProcs(t, marker, 1)
+	p.typeIn("\x03")
+	p.expect("cancelling… (Ctrl-C again within a second exits)")
+	p.expect("│ dsh-acp: cancelled: the user stopped the turn while this call ran\r\n└ ✗ SIGTERM\r\n")
+	p.expect("[cancelled]\r\n> ")
+
+	second := acptest.NewMarker()
+	p.typeIn("!export M=" + second + "; sleep 600\r")
+	waitProcs(t, second, 1)
+	p.typeIn("\x03")
+	p.expect("cancelling…")
+	p.typeIn("\x03") // within the second: the chat ends
+	p.expect("interrupted twice: exiting")
+	if code := p.wait(); code != 0 {
+		t.Errorf("exit %d after a double Ctrl-C", code)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if left, err := acptest.WaitNoProcsWithMarker(ctx, second); err != nil {
+		t.Errorf("the command outlived the chat: %+v %v", left, err)
+	}
+}
+
+// The chat takes the daemon's flags and passes them on (--base-url,
+// --model and --mode reach the agent, over an environment saying
+// otherwise); a permission question offers the agent's options; a line
+// typed while it waits is kept as the next prompt; the declined card says
+// why inside it.
+func TestChatQuestionOnATerminal(t *testing.T) {
+	bin := acptest.BuildBinary(t)
+	model := llmtest.New(t,
+		llmtest.Calls(llmtest.Call{ID: "call_1", Name: "bash", Args: `{"command":"touch made-by-model","description":"Make a file"}`}),
+		llmtest.Reply("not made"),
+		llmtest.Reply("second answer"),
+	)
+	cwd := t.TempDir()
+	env := chatEnv(t, t.TempDir(), "DSH_API_KEY=test-key", "DSH_MODE=auto", "DSH_MODEL=env-model")
+	p := startTerm(t, cwd, bin, env, "chat", "--base-url", model.URL(), "--model", "flag-model", "--mode", "ask")
+	p.expect("model flag-model · mode ask · ")
+	p.expect("> ")
+	p.typeIn("make the file\r")
+	p.expect(`allow "touch made-by-model"? [y] Allow once`)
+	p.expect("[n] Reject ")
+	p.typeIn("and then say hello\r")
+	p.expect(`kept "and then say hello" as your next prompt`)
+	p.expect("[n] Reject ")
+	p.typeIn("n\r")
+	p.expect("│ dsh-acp: declined by the user\r\n└ ✗ failed\r\n")
+	p.expect("not made")
+	p.expect("> and then say hello\r\n")
+	p.expect("second answer")
+	p.expect("> ")
+	p.typeIn("\x04")
+	if code := p.wait(); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "made-by-model")); err == nil {
+		t.Error("a declined command ran")
+	}
+	reqs := model.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d model requests, want 3", len(reqs))
+	}
+	if reqs[0].Model != "flag-model" {
+		t.Errorf("the model asked for is %q, want the flag's", reqs[0].Model)
+	}
+	last := reqs[2].Messages[len(reqs[2].Messages)-1]
+	if last.Role != "user" || !strings.Contains(last.Content, "and then say hello") {
+		t.Errorf("the kept line was not the next prompt: %+v", last)
+	}
+	noLogLines(t, p.output())
+}
+
+// `dsh-acp sessions` lists chat and editor sessions (id, updated, from,
+// cwd, title); `chat --resume ID` draws the session's history, continues
+// it in the directory it recorded, and names it in the banner.
+func TestChatSessionsAndResume(t *testing.T) {
+	bin := acptest.BuildBinary(t)
+	state := t.TempDir()
+	projectDir := t.TempDir()
+	first := exec.Command(bin, "chat")
+	first.Dir, first.Env, first.Stdin = projectDir, chatEnv(t, state), strings.NewReader("!echo first-run\n")
+	out, err := first.CombinedOutput()
+	if err != nil {
+		t.Fatalf("chat: %v\n%s", err, out)
+	}
+	id := bannerSession(t, string(out))
+	editorID := writeEditorSession(t, state, "/srv/editor-project", "an editor prompt")
+
+	list := exec.Command(bin, "sessions")
+	list.Env = chatEnv(t, state)
+	listed, err := list.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sessions: %v\n%s", err, listed)
+	}
+	lines := strings.Split(strings.TrimSpace(string(listed)), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID") || !strings.Contains(lines[0], "TITLE") {
+		t.Fatalf("sessions:\n%s", listed)
+	}
+	want := map[string][]string{id: {"chat", projectDir, "!echo first-run"}, editorID: {"editor", "/srv/editor-project", "an editor prompt"}}
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		w, ok := want[f[0]]
+		if !ok || f[3] != w[0] || f[4] != w[1] || !strings.HasSuffix(l, w[2]) {
+			t.Errorf("listed %q, want id, updated, %v", l, w)
+		}
+		delete(want, f[0])
+	}
+	if len(want) > 0 {
+		t.Errorf("not listed: %v\n%s", want, listed)
+	}
+
+	// Resumed from another directory, the session runs where it ran.
+	p := startTerm(t, t.TempDir(), bin, chatEnv(t, state), "chat", "--resume", id)
+	p.expect("> !echo first-run\r\n")
+	p.expect("│ first-run\r\n")
+	p.expect("session " + id + " · Ctrl-D quits")
+	p.expect("> ")
+	p.typeIn("!pwd\r")
+	p.expect("│ " + projectDir + "\r\n└ ✓ exit 0")
+	p.typeIn("\x04")
+	if code := p.wait(); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	l, err := loadForReplay(id, func(k string) (string, bool) {
+		if k == "DSH_STATE_DIR" {
+			return state, true
+		}
+		return "", false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prompts []string
+	for _, ev := range l.Events {
+		if p, ok := ev.(event.UserPrompt); ok {
+			prompts = append(prompts, p.Text)
+		}
+	}
+	if strings.Join(prompts, "|") != "!echo first-run|!pwd" {
+		t.Errorf("the resumed session's prompts: %q", prompts)
+	}
+
+	bad := exec.Command(bin, "chat", "--resume", "20990101T000000.000000Z-0000000000000000")
+	bad.Env = chatEnv(t, state)
+	if msg, err := bad.CombinedOutput(); err == nil || !strings.Contains(string(msg), "no session 20990101T000000.000000Z-0000000000000000 in") {
+		t.Errorf("resume of an unknown id: %v\n%s", err, msg)
+	}
+}
+
+// writeEditorSession journals a session the way an editor's daemon does,
+// in <state>/sessions.
+func writeEditorSession(t *testing.T, state, cwd, prompt string) string {
+	t.Helper()
+	store, err := replay.OpenStore(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	id := replay.NewSessionID()
+	j, err := store.Create(id, cwd, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Append(event.UserPrompt{Text: prompt}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// An agent that dies before it answers is reported by its own words, not
+// by the connection's "peer disconnected".
+func TestChatStartupFailureShowsTheCause(t *testing.T) {
+	bin := acptest.BuildBinary(t)
+	state := t.TempDir()
+	cmd := exec.Command(bin, "chat", "--agent", "sh", "-c", "echo 'boom: the config is bad' >&2; exit 3")
+	cmd.Env = chatEnv(t, state)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("chat succeeded:\n%s", out)
+	}
+	for _, want := range []string{"the agent did not start: the agent exited (exit status 3):", "boom: the config is bad", filepath.Join(state, "chat", "agent.log")} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "peer disconnected") {
+		t.Errorf("the connection's error hides the cause:\n%s", out)
+	}
+
+	// This daemon refusing its state: the refusal is what the user reads.
+	sessions := filepath.Join(state, "chat", "sessions")
+	if err := os.MkdirAll(sessions, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(sessions, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	self := exec.Command(bin, "chat")
+	self.Env, self.Stdin = chatEnv(t, state), strings.NewReader("!true\n")
+	out, err = self.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "is writable by its group or others") {
+		t.Errorf("chat over a world-writable sessions directory: %v\n%s", err, out)
+	}
+}
+
+// Run bare on a terminal, dsh-acp says what it is instead of parsing the
+// user's typing as JSON-RPC.
+func TestBareOnATerminalPrintsAHint(t *testing.T) {
+	bin := acptest.BuildBinary(t)
+	p := startTerm(t, t.TempDir(), bin, chatEnv(t, t.TempDir()))
+	p.expect("dsh-acp is an ACP agent for editors")
+	p.expect("run: dsh-acp chat")
+	if code := p.wait(); code != 2 {
+		t.Errorf("exit %d, want 2", code)
+	}
+	if n := strings.Count(strings.TrimSpace(p.output()), "\n"); n != 1 {
+		t.Errorf("%d lines, want 2:\n%s", n+1, p.output())
+	}
+}
+
+// `replay` of an id that is not there says so in words, naming where it
+// looked.
+func TestReplayUnknownID(t *testing.T) {
+	id := "20990101T000000.000000Z-0000000000000000"
+	_, errOut, err := runBinary(t, "", "replay", id)
+	if err == nil || !strings.Contains(errOut, "dsh-acp replay: no session "+id+" in ") || strings.Contains(errOut, "statat") {
+		t.Errorf("replay of an unknown id: %v: %s", err, errOut)
+	}
+}
+
+// A state directory others can write (/tmp) is refused with words that
+// say what to do.
+func TestSharedStateDirRefused(t *testing.T) {
+	_, errOut, err := runBinary(t, "", "--state-dir", "/tmp")
+	if err == nil || !strings.Contains(errOut, "state directory /tmp is writable by other users") || !strings.Contains(errOut, "--state-dir") {
+		t.Errorf("--state-dir /tmp: %v: %s", err, errOut)
+	}
+}
+
+// The daemon flags chat forwards are exactly those set, each repeat of a
+// repeatable flag on its own, and never its own flags.
+func TestChatForwardsTheFlagsSet(t *testing.T) {
+	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
+	cf := addConfigFlags(fs, func(string) (string, bool) { return "", false })
+	fs.String("cwd", "", "")
+	args := []string{"--cwd", "/w", "--base-url", "http://127.0.0.1:1", "--allow-env", "A", "--allow-env", "B", "--timeout", "5s", "--state-dir", "/s"}
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	got := cf.forwarded(fs, "state-dir")
+	want := []string{"--allow-env=A", "--allow-env=B", "--base-url=http://127.0.0.1:1", "--timeout=5s"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("forwarded %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,379 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/executor"
+)
+
+func TestRing(t *testing.T) {
+	tests := []struct {
+		name   string
+		size   int
+		writes []string
+		want   string
+	}{
+		{name: "empty", size: 4},
+		{name: "fits", size: 8, writes: []string{"ab", "cd"}, want: "abcd"},
+		{name: "exactly full", size: 4, writes: []string{"ab", "cd"}, want: "abcd"},
+		{name: "wraps", size: 4, writes: []string{"abc", "def"}, want: "cdef"},
+		{name: "wraps twice", size: 4, writes: []string{"abc", "def", "gh", "i"}, want: "fghi"},
+		{name: "one huge write", size: 4, writes: []string{"a", "0123456789"}, want: "6789"},
+		{name: "huge then small", size: 4, writes: []string{"0123456789", "ab"}, want: "89ab"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRing(tc.size)
+			all := ""
+			for _, w := range tc.writes {
+				r.write([]byte(w))
+				all += w
+			}
+			if got := string(r.bytes()); got != tc.want {
+				t.Errorf("bytes = %q, want %q", got, tc.want)
+			}
+			defer func() {
+				total := r.total
+				if got := string(r.take()); got != tc.want || r.kept() != 0 || r.total != total {
+					t.Errorf("take = %q, want %q; then kept %d total %d", got, tc.want, r.kept(), r.total)
+				}
+			}()
+			if r.total != int64(len(all)) || cap(r.buf) > tc.size {
+				t.Errorf("total %d cap %d", r.total, cap(r.buf))
+			}
+			for off := int64(0); off <= r.total; off++ {
+				data, lost := r.since(off)
+				wantLost := max(0, r.start()-off)
+				if string(data) != all[off+wantLost:] || lost != wantLost {
+					t.Errorf("since(%d) = %q lost %d", off, data, lost)
+				}
+			}
+		})
+	}
+}
+
+func TestRingStaysBounded(t *testing.T) {
+	r := newRing(1000)
+	chunk := bytes.Repeat([]byte("z"), 333)
+	for range 10000 {
+		r.write(chunk)
+	}
+	if cap(r.buf) != 1000 || r.kept() != 1000 || r.total != 3330000 {
+		t.Errorf("cap %d kept %d total %d", cap(r.buf), r.kept(), r.total)
+	}
+}
+
+func TestCaptureQuietCommandTouchesNoDisk(t *testing.T) {
+	state := t.TempDir()
+	e := newTestExecutor(t, Config{StateDir: state, CaptureBytes: 1024})
+	res := run(t, e, resolve(t, e, "head -c 1024 /dev/zero"))
+	if res.Truncated() || res.SpillPath != "" || len(res.Stdout) != 1024 {
+		t.Errorf("dropped %d spill %q stdout %d", res.Dropped, res.SpillPath, len(res.Stdout))
+	}
+	if entries, _ := os.ReadDir(filepath.Join(state, "spill")); len(entries) != 0 {
+		t.Errorf("spill dir not empty: %v", entries)
+	}
+}
+
+// Output past SpillAfter but within the ring is all in memory, and also in
+// a complete spill file, so a caller that cuts the text can name the file.
+func TestCaptureSpillsPastThresholdWithoutDropping(t *testing.T) {
+	state := t.TempDir()
+	e := newTestExecutor(t, Config{StateDir: state, CaptureBytes: 64 << 10, SpillAfter: 4096})
+	res := run(t, e, resolve(t, e, "seq 1 5000"))
+	if res.Truncated() || res.SpillPath == "" {
+		t.Fatalf("dropped %d spill %q", res.Dropped, res.SpillPath)
+	}
+	full, err := os.ReadFile(res.SpillPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(full, res.Combined) || strings.Count(string(full), "\n") != 5000 {
+		t.Errorf("spill has %d bytes, combined %d", len(full), len(res.Combined))
+	}
+}
+
+func TestCaptureSpill(t *testing.T) {
+	state := t.TempDir()
+	const capture, total = 64 << 10, 3 << 20
+	e := newTestExecutor(t, Config{StateDir: state, CaptureBytes: capture})
+	// Numbered lines on both streams: the spill must hold every one, once.
+	cmd := fmt.Sprintf(`seq 1 %d | sed 's/^/out /'; seq 1 1000 | sed 's/^/err /' >&2`, total/8)
+	spec := resolve(t, e, cmd)
+	spec.Owner = "session/with:odd chars"
+	res := run(t, e, spec)
+	if len(res.Stdout) != capture || len(res.Combined) != capture || len(res.Stderr) == 0 {
+		t.Fatalf("stdout %d combined %d stderr %d, want the %d-byte tails", len(res.Stdout), len(res.Combined), len(res.Stderr), capture)
+	}
+	if res.SpillPath == "" || !res.Truncated() {
+		t.Fatalf("spill %q dropped %d", res.SpillPath, res.Dropped)
+	}
+	full, err := os.ReadFile(res.SpillPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(full)) != res.Dropped+int64(len(res.Combined)) || !bytes.HasSuffix(full, res.Combined) {
+		t.Errorf("spill has %d bytes, want %d ending in the tail", len(full), res.Dropped+int64(len(res.Combined)))
+	}
+	var outs, errs int
+	for _, line := range strings.Split(strings.TrimSpace(string(full)), "\n") {
+		switch {
+		case strings.HasPrefix(line, "out "):
+			outs++
+		case strings.HasPrefix(line, "err "):
+			errs++
+		}
+	}
+	if outs != total/8 || errs != 1000 {
+		t.Errorf("spill has %d out and %d err lines", outs, errs)
+	}
+	requireMode(t, res.SpillPath, 0o600)
+	requireMode(t, filepath.Dir(res.SpillPath), 0o700|os.ModeDir)
+	requireMode(t, filepath.Join(state, "spill"), 0o700|os.ModeDir)
+	if rel, _ := filepath.Rel(filepath.Join(state, "spill"), res.SpillPath); strings.Count(rel, "/") != 1 {
+		t.Errorf("spill %q is not one level below the spill root", rel)
+	}
+}
+
+func requireMode(t *testing.T, path string, want os.FileMode) {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode() != want {
+		t.Errorf("%s: mode %v, want %v", path, fi.Mode(), want)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != os.Geteuid() {
+		t.Errorf("%s: owner %d", path, st.Uid)
+	}
+}
+
+func TestCaptureSpillCap(t *testing.T) {
+	state := t.TempDir()
+	e := newTestExecutor(t, Config{StateDir: state, CaptureBytes: 64 << 10, SpillCap: 1 << 20})
+	res := run(t, e, resolve(t, e, "head -c 3000000 /dev/zero"))
+	if res.SpillPath != "" || res.Dropped != 3000000-64<<10 || res.SpillError != "" {
+		t.Errorf("spill %q dropped %d error %q (the cap is not a failure)", res.SpillPath, res.Dropped, res.SpillError)
+	}
+	if files := spillFiles(t, state); len(files) != 0 {
+		t.Errorf("incomplete spill files left: %v", files)
+	}
+}
+
+func TestSpillDirRefusesHostile(t *testing.T) {
+	tests := []struct {
+		name  string
+		plant func(t *testing.T, spill string)
+	}{
+		{name: "symlink", plant: func(t *testing.T, spill string) {
+			if err := os.Symlink(t.TempDir(), spill); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "world writable", plant: func(t *testing.T, spill string) {
+			mkdirMode(t, spill, 0o777)
+		}},
+		{name: "group writable", plant: func(t *testing.T, spill string) {
+			mkdirMode(t, spill, 0o770)
+		}},
+		{name: "a file", plant: func(t *testing.T, spill string) {
+			if err := os.WriteFile(spill, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "another owner", plant: func(t *testing.T, spill string) {
+			mkdirMode(t, spill, 0o700)
+			if os.Geteuid() == 0 {
+				if err := os.Chown(spill, 65534, 65534); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.Remove(spill); err != nil || os.Symlink("/", spill) != nil {
+				t.Fatal("cannot plant a foreign directory as non-root")
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			state := t.TempDir()
+			tc.plant(t, filepath.Join(state, "spill"))
+			_, err := New(execSpawner{}, Config{StateDir: state})
+			if err == nil {
+				t.Fatal("New accepted a hostile spill directory")
+			}
+			if tc.name != "a file" && !errors.Is(err, ErrUnsafeDir) {
+				t.Errorf("error %v, want ErrUnsafeDir", err)
+			}
+		})
+	}
+}
+
+func TestSpillDirTightensOwnMode(t *testing.T) {
+	state := t.TempDir()
+	mkdirMode(t, filepath.Join(state, "spill"), 0o755)
+	newTestExecutor(t, Config{StateDir: state})
+	requireMode(t, filepath.Join(state, "spill"), 0o700|os.ModeDir)
+}
+
+func mkdirMode(t *testing.T, path string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Mkdir(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A planted symlink in place of an owner's directory must not be written
+// through: the spill is unavailable, the capture still works.
+func TestSpillOwnerDirSymlink(t *testing.T) {
+	state := t.TempDir()
+	e := newTestExecutor(t, Config{StateDir: state, CaptureBytes: 1024})
+	victim := filepath.Join(state, "spill", "victim")
+	mkdirMode(t, victim, 0o700)
+	if err := os.Symlink("victim", filepath.Join(state, "spill", ownerDirName("alice"))); err != nil {
+		t.Fatal(err)
+	}
+	spec := resolve(t, e, "head -c 5000 /dev/zero")
+	spec.Owner = "alice"
+	res := run(t, e, spec)
+	if res.SpillPath != "" || res.Dropped != 5000-1024 || len(res.Stdout) != 1024 {
+		t.Errorf("spill %q dropped %d stdout %d", res.SpillPath, res.Dropped, len(res.Stdout))
+	}
+	if entries, _ := os.ReadDir(victim); len(entries) != 0 {
+		t.Errorf("wrote through the symlink: %v", entries)
+	}
+}
+
+func TestSpillSweep(t *testing.T) {
+	state := t.TempDir()
+	e := newTestExecutor(t, Config{StateDir: state, CaptureBytes: 1024})
+	var paths []string
+	for _, owner := range []string{"a", "b"} {
+		spec := resolve(t, e, "head -c 4096 /dev/zero")
+		spec.Owner = owner
+		paths = append(paths, run(t, e, spec).SpillPath)
+	}
+	old := time.Now().Add(-8 * 24 * time.Hour)
+	if err := os.Chtimes(paths[0], old, old); err != nil {
+		t.Fatal(err)
+	}
+	newTestExecutor(t, Config{StateDir: state})
+	if _, err := os.Stat(paths[0]); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("old spill survived the sweep: %v", err)
+	}
+	if _, err := os.Stat(filepath.Dir(paths[0])); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("empty owner dir survived the sweep: %v", err)
+	}
+	if _, err := os.Stat(paths[1]); err != nil {
+		t.Errorf("fresh spill was swept: %v", err)
+	}
+}
+
+func TestOwnerDirName(t *testing.T) {
+	tests := map[string]string{
+		"":                      "unowned",
+		"sess_1-a.b":            "o-sess_1-a.b",
+		"..":                    "o-..",
+		"a/b":                   "h-",
+		"../../etc":             "h-",
+		"with space":            "h-",
+		strings.Repeat("x", 65): "h-",
+	}
+	for owner, prefix := range tests {
+		got := ownerDirName(owner)
+		if !strings.HasPrefix(got, prefix) || strings.ContainsAny(got, "/ ") || got == "." || got == ".." {
+			t.Errorf("ownerDirName(%q) = %q, want prefix %q", owner, got, prefix)
+		}
+	}
+	if ownerDirName("a/b") == ownerDirName("a/c") {
+		t.Error("distinct owners share a directory")
+	}
+}
+
+func TestLiveDelivery(t *testing.T) {
+	var got []executor.Chunk
+	l := newLive(func(c executor.Chunk) {
+		got = append(got, executor.Chunk{Stream: c.Stream, Data: bytes.Clone(c.Data), Dropped: c.Dropped})
+	}, 8)
+	l.push(executor.Stdout, []byte("ab"))
+	l.push(executor.Stderr, []byte("cd"))
+	l.close()
+	<-l.finished
+	var out bytes.Buffer
+	for _, c := range got {
+		out.Write(c.Data)
+	}
+	if out.String() != "abcd" || got[len(got)-1].Stream != executor.Stderr {
+		t.Errorf("delivered %+v", got)
+	}
+
+	got = nil
+	l = newLive(func(c executor.Chunk) {
+		got = append(got, executor.Chunk{Stream: c.Stream, Data: bytes.Clone(c.Data), Dropped: c.Dropped})
+	}, 4)
+	l.mu.Lock() // hold delivery back so the buffer fills
+	l.pend = append(l.pend, "wxyz"...)
+	l.recs = append(l.recs, liveRec{stream: executor.Stdout, n: 4})
+	l.mu.Unlock()
+	l.push(executor.Stdout, []byte("lost"))
+	l.close()
+	<-l.finished
+	var dropped int64
+	for _, c := range got {
+		dropped += c.Dropped
+	}
+	if dropped != 4 {
+		t.Errorf("dropped %d, want 4: %+v", dropped, got)
+	}
+}
+
+// A spill file that cannot be written (here: its writes go to /dev/full,
+// a real ENOSPC) is removed, never advertised, and the result says why the
+// full output could not be saved, without naming the incomplete file.
+func TestCaptureSpillWriteFailureIsReported(t *testing.T) {
+	spills, err := openSpillDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { spills.close() })
+	c := newCapture(captureOpts{size: 4096, streams: true, spills: spills, owner: "s", base: "run-1", spillCap: 1 << 20, spillAfter: 1024, log: zap.NewNop()})
+	c.write(executor.Stdout, bytes.Repeat([]byte("a"), 2000)) // past spillAfter: the spill opens
+	if c.file == nil {
+		t.Fatal("no spill file after the threshold")
+	}
+	path := c.path
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no /dev/full: %v", err)
+	}
+	c.file.Close()
+	c.file = full
+	c.write(executor.Stdout, []byte("more"))
+	c.finish()
+	var res executor.Result
+	c.result(&res)
+	if res.SpillPath != "" || res.SpillError != "no space left on device" {
+		t.Errorf("spill path %q, error %q; want none and the reason", res.SpillPath, res.SpillError)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the incomplete spill file is left: %v", err)
+	}
+	var rr executor.ReadResult
+	c.since(0, &rr)
+	if rr.SpillPath != "" || rr.SpillError != "no space left on device" {
+		t.Errorf("read: spill path %q, error %q", rr.SpillPath, rr.SpillError)
+	}
+}

@@ -1,0 +1,110 @@
+package sandbox
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/dsh-acp/dsh-acp/executor"
+)
+
+// plan is everything one bwrap command line is built from. Every path is
+// absolute and, except Workdir, free of symlinks; paths that do not exist
+// on the host are left out before the plan is built.
+type plan struct {
+	Level     executor.Level
+	Workspace string // writable at workspace levels, visible read-only at read-only
+	Workdir   string
+	Home      string   // shown read-only
+	Scratch   []string // throwaway writable directories (tmpfs), e.g. ~/.cache
+	Hidden    []hidden // shown empty
+	Protected []string // read-only even inside the workspace
+	StateDir  string   // hidden, except SpillDir
+	SpillDir  string   // shown read-only
+	Resolv    string   // a resolv.conf target under /run, re-shown at network levels
+	InfoFD    int
+	Argv      []string // the command inside: bash and its arguments
+}
+
+// hidden is a credential path and whether it is a directory.
+type hidden struct {
+	Path string
+	Dir  bool
+}
+
+// args returns bwrap's arguments (without argv[0]) for p. The order
+// matters: later mounts cover earlier ones, so the workspace comes after
+// the throwaway /tmp (a workspace under /tmp stays visible) and the hidden
+// and protected paths come after the workspace (a workspace holding ~/.ssh
+// or .git/hooks does not show or free them).
+func args(p plan) []string {
+	a := []string{
+		// The kernel ends every process of the sandbox when its pid 1
+		// (bwrap's init) dies; --die-with-parent ties bwrap to the daemon.
+		"--die-with-parent",
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		// A user namespace even for root: the command keeps no capability
+		// over the host (it cannot remount / writable) and may not make
+		// further user namespaces.
+		"--unshare-user", "--disable-userns", "--cap-drop", "ALL",
+	}
+	if !p.Level.Network() {
+		a = append(a, "--unshare-net")
+	}
+	a = append(a,
+		"--ro-bind", "/", "/",
+		"--dev", "/dev",
+		"--proc", "/proc",
+		"--tmpfs", "/tmp",
+		"--tmpfs", "/run",
+	)
+	if p.Level.Network() && p.Resolv != "" {
+		a = append(a, "--ro-bind", p.Resolv, p.Resolv)
+	}
+	if p.Home != "" {
+		a = append(a, "--ro-bind", p.Home, p.Home)
+	}
+	for _, d := range p.Scratch {
+		a = append(a, "--tmpfs", d)
+	}
+	if p.Level.Writable() {
+		a = append(a, "--bind", p.Workspace, p.Workspace)
+	} else {
+		a = append(a, "--ro-bind", p.Workspace, p.Workspace)
+	}
+	if p.Workspace == "/" {
+		// Binding / again re-showed the host's /dev, /proc, /tmp and /run.
+		a = append(a, "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run")
+	}
+	for _, h := range p.Hidden {
+		if h.Dir {
+			a = append(a, "--tmpfs", h.Path, "--remount-ro", h.Path)
+		} else {
+			a = append(a, "--ro-bind", "/dev/null", h.Path)
+		}
+	}
+	for _, path := range p.Protected {
+		a = append(a, "--ro-bind", path, path)
+	}
+	if p.StateDir != "" {
+		a = append(a, "--tmpfs", p.StateDir)
+		if p.SpillDir != "" {
+			a = append(a, "--ro-bind", p.SpillDir, p.SpillDir)
+		}
+		a = append(a, "--remount-ro", p.StateDir)
+	}
+	a = append(a,
+		"--chdir", p.Workdir,
+		"--info-fd", strconv.Itoa(p.InfoFD),
+		"--",
+	)
+	return append(a, p.Argv...)
+}
+
+// within reports whether path is dir or below it.
+func within(path, dir string) bool {
+	if dir == "/" {
+		return true
+	}
+	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
+}

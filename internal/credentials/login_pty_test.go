@@ -1,0 +1,208 @@
+//go:build linux
+
+package credentials
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-acp/dsh-acp/internal/acptest"
+)
+
+// term is the controlling side of a pty whose other end Login uses.
+type term struct {
+	t       *testing.T
+	master  *os.File
+	slave   *os.File
+	mu      sync.Mutex
+	out     strings.Builder
+	seen    int
+	changed chan struct{}
+}
+
+func newTerm(t *testing.T) *term {
+	t.Helper()
+	m, s, err := acptest.OpenPTY()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := &term{t: t, master: m, slave: s, changed: make(chan struct{})}
+	t.Cleanup(func() { s.Close(); m.Close() })
+	go func() {
+		buf := make([]byte, 1024)
+		for {
+			n, err := m.Read(buf)
+			tm.mu.Lock()
+			tm.out.Write(buf[:n])
+			close(tm.changed)
+			tm.changed = make(chan struct{})
+			tm.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return tm
+}
+
+// expect waits for s in what the terminal showed since the last expect.
+func (tm *term) expect(s string) {
+	tm.t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		tm.mu.Lock()
+		rest := tm.out.String()[tm.seen:]
+		i := strings.Index(rest, s)
+		if i >= 0 {
+			tm.seen += i + len(s)
+		}
+		changed := tm.changed
+		tm.mu.Unlock()
+		if i >= 0 {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			tm.t.Fatalf("waited 20 s for %q; the terminal shows:\n%s", s, tm.shown())
+		}
+	}
+}
+
+func (tm *term) typeIn(s string) {
+	tm.t.Helper()
+	if _, err := tm.master.WriteString(s); err != nil {
+		tm.t.Fatal(err)
+	}
+}
+
+func (tm *term) shown() string {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	return tm.out.String()
+}
+
+func echoing(t *testing.T, f *os.File) bool {
+	t.Helper()
+	tio, err := unix.IoctlGetTermios(int(f.Fd()), ioctlGetTermios)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tio.Lflag&unix.ECHO != 0
+}
+
+func runLogin(l *Login, ctx context.Context) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	return done
+}
+
+func wait(t *testing.T, done <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("login did not end within 30 s")
+		return nil
+	}
+}
+
+// On a terminal: the base URL and model are offered and editable, the key
+// is read with echo off (and echo comes back), checked and stored.
+func TestLoginOnATerminal(t *testing.T) {
+	srv := fakeProvider(t, testKey)
+	tm := newTerm(t)
+	store := NewStore(filepath.Join(t.TempDir(), "dsh-acp"))
+	l := &Login{In: tm.slave, Out: tm.slave, Store: store, BaseURL: "https://offered.example", Model: "m1", Client: srv.Client()}
+	done := runLogin(l, context.Background())
+
+	tm.expect("Base URL [https://offered.example]: ")
+	tm.typeIn("not a url\n")
+	tm.expect("want an http:// or https:// URL")
+	tm.expect("Base URL [https://offered.example]: ")
+	tm.typeIn(srv.URL + "/v1\n")
+	tm.expect("Model [m1]: ")
+	tm.typeIn("\n") // keep m1
+	tm.expect("API key (typing is hidden): ")
+	if echoing(t, tm.slave) {
+		t.Error("the terminal echoes while the key is asked for")
+	}
+	tm.typeIn(testKey + "\n")
+	tm.expect("ok (2 models)")
+	if err := wait(t, done); err != nil {
+		t.Fatalf("Run = %v\n%s", err, tm.shown())
+	}
+	if strings.Contains(tm.shown(), testKey[:10]) {
+		t.Errorf("the key was echoed:\n%s", tm.shown())
+	}
+	if !echoing(t, tm.slave) {
+		t.Error("echo was not restored")
+	}
+	c, err := store.Load()
+	if err != nil || c != (Credential{APIKey: testKey, BaseURL: srv.URL + "/v1", Model: "m1"}) {
+		t.Errorf("stored %v, %v", c, err)
+	}
+}
+
+// Ctrl-C (the context ending) while the key is asked for restores echo.
+func TestLoginCancelledRestoresEcho(t *testing.T) {
+	tm := newTerm(t)
+	store := NewStore(filepath.Join(t.TempDir(), "dsh-acp"))
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &Login{In: tm.slave, Out: tm.slave, Store: store, BaseURL: "https://x.example", Model: "m"}
+	done := runLogin(l, ctx)
+	tm.expect("Base URL [https://x.example]: ")
+	tm.typeIn("\n")
+	tm.expect("Model [m]: ")
+	tm.typeIn("\n")
+	tm.expect("API key (typing is hidden): ")
+	cancel()
+	if err := wait(t, done); !errors.Is(err, ErrCancelled) {
+		t.Errorf("Run = %v, want ErrCancelled", err)
+	}
+	if !echoing(t, tm.slave) {
+		t.Error("echo is still off after the login was cancelled")
+	}
+	if _, err := store.Load(); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a cancelled login stored something: %v", err)
+	}
+}
+
+// A provider without GET /models: the key is stored only if the user says
+// so.
+func TestLoginWithoutModelsEndpoint(t *testing.T) {
+	srv := fakeProvider(t, testKey)
+	for _, answer := range []string{"y", "n"} {
+		t.Run(answer, func(t *testing.T) {
+			tm := newTerm(t)
+			store := NewStore(filepath.Join(t.TempDir(), "dsh-acp"))
+			l := &Login{In: tm.slave, Out: tm.slave, Store: store, BaseURL: srv.URL + "/nomodels", Model: "m", Client: srv.Client()}
+			done := runLogin(l, context.Background())
+			tm.expect("Base URL")
+			tm.typeIn("\n")
+			tm.expect("Model")
+			tm.typeIn("\n")
+			tm.expect("API key (typing is hidden): ")
+			tm.typeIn(testKey + "\n")
+			tm.expect("Store the key without a check? [y/N]: ")
+			tm.typeIn(answer + "\n")
+			err := wait(t, done)
+			_, lerr := store.Load()
+			if answer == "y" && (err != nil || lerr != nil) {
+				t.Errorf("Run = %v, Load = %v", err, lerr)
+			}
+			if answer == "n" && (!errors.Is(err, ErrCancelled) || !errors.Is(lerr, ErrNotFound)) {
+				t.Errorf("Run = %v, Load = %v", err, lerr)
+			}
+		})
+	}
+}
