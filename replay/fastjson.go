@@ -313,11 +313,22 @@ func (d *fastDecoder) str(out *string) bool {
 }
 
 // escapedString reads a string holding escapes, from its first byte at
-// start.
+// start (the first escape is at or after it).
 func (d *fastDecoder) escapedString(out *string, start int) bool {
-	buf := make([]byte, 0, 64)
+	var buf []byte
 	j := start
 	for j < len(d.b) {
+		run := j // copy a run of plain bytes at once
+		for j < len(d.b) && d.b[j] != '"' && d.b[j] != '\\' && d.b[j] >= 0x20 {
+			j++
+		}
+		if buf == nil {
+			buf = make([]byte, 0, 2*(j-start)+64)
+		}
+		buf = append(buf, d.b[run:j]...)
+		if j >= len(d.b) {
+			return false
+		}
 		c := d.b[j]
 		switch {
 		case c == '"':
@@ -329,10 +340,6 @@ func (d *fastDecoder) escapedString(out *string, start int) bool {
 			return true
 		case c < 0x20:
 			return false
-		case c != '\\':
-			buf = append(buf, c)
-			j++
-			continue
 		}
 		if j+1 >= len(d.b) {
 			return false
