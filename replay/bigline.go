@@ -18,9 +18,33 @@ const bigCard = 64 << 10
 // keptLine is the largest line buffer an encoder keeps between records.
 const keptLine = 256 << 10
 
-// bigResultLine encodes a tool_result record whose card output is
-// plain text (not deflated) into a fresh buffer: the same bytes as the
-// generic encoding. ok is false for a record it does not take.
+// bigLine encodes a record carrying a large card output as plain text (a
+// tool_result's cardOutput, an output record's text) into a fresh buffer:
+// the same bytes as the generic encoding. ok is false for a record it does
+// not take.
+func (e *encoder) bigLine(r *wireRecord) (line []byte, ok bool, err error) {
+	if r.Type == typeOutput && len(r.Text) >= bigCard && r.TextZ == nil {
+		return e.bigOutputLine(r)
+	}
+	return e.bigResultLine(r)
+}
+
+// bigOutputLine: an output record's text is its last field.
+func (e *encoder) bigOutputLine(r *wireRecord) ([]byte, bool, error) {
+	head := wireRecord{V: r.V, Seq: r.Seq, T: r.T, Type: r.Type, ID: r.ID}
+	e.buf.Reset()
+	if err := e.enc.Encode(&head); err != nil {
+		return nil, true, err
+	}
+	prefix := bytes.TrimSuffix(e.buf.Bytes(), []byte("}\n"))
+	b := make([]byte, 0, len(prefix)+len(r.Text)+64)
+	b = append(b, prefix...)
+	b = append(b, `,"text":`...)
+	b = wirejson.AppendString(b, r.Text)
+	return append(b, "}\n"...), true, nil
+}
+
+// bigResultLine: a tool_result record whose card output is plain text.
 func (e *encoder) bigResultLine(r *wireRecord) (line []byte, ok bool, err error) {
 	res := r.Result
 	if r.Type != typeToolResult || res == nil || len(res.CardOutput) < bigCard || res.v1Result != (v1Result{}) {

@@ -68,3 +68,54 @@ func TestBigResultLineCostsOneBuffer(t *testing.T) {
 		t.Errorf("the encoder keeps a %d-byte buffer", e.buf.Cap())
 	}
 }
+
+// A large output checkpoint is built directly too, byte for byte; one of
+// control bytes is stored deflated, and both read back exactly.
+func TestOutputRecordsAreCompactAndExact(t *testing.T) {
+	text := strings.Repeat("a line of live output, <not escaped> & fine\n", 3000)
+	var r wireRecord
+	if _, err := fromEvent(event.OutputCheckpoint{ID: "call_1", Data: text}, &r); err != nil {
+		t.Fatal(err)
+	}
+	r.V, r.Seq = Version, 5
+	var generic bytes.Buffer
+	enc := json.NewEncoder(&generic)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&r); err != nil {
+		t.Fatal(err)
+	}
+	line, err := newEncoder().line(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(line, generic.Bytes()) {
+		t.Errorf("the output line differs from the generic encoding:\n got %.200s\nwant %.200s", line, generic.Bytes())
+	}
+
+	nul := strings.Repeat("\x00", 2<<20)
+	var z wireRecord
+	if _, err := fromEvent(event.OutputCheckpoint{ID: "call_1", Data: nul}, &z); err != nil {
+		t.Fatal(err)
+	}
+	z.V, z.Seq = Version, 6
+	zline, err := newEncoder().line(&z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(zline) > 64<<10 {
+		t.Errorf("a 2 MiB NUL checkpoint took a %d-byte line", len(zline))
+	}
+	for _, l := range [][]byte{line, zline} {
+		var back []Record
+		if _, err := Scan(bytes.NewReader(l), func(rec Record) error { back = append(back, rec); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if len(back) != 1 {
+			t.Fatalf("read %d records", len(back))
+		}
+		got := back[0].Event.(event.OutputCheckpoint).Data
+		if got != text && got != nul {
+			t.Errorf("read back %d bytes, not what was written", len(got))
+		}
+	}
+}

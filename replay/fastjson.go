@@ -103,6 +103,10 @@ func (d *fastDecoder) record(w *wireRecord) bool {
 			return once.first(20) && d.str(&w.Key)
 		case "value":
 			return once.first(21) && d.raw(&w.Value)
+		case "textZ":
+			return once.first(22) && d.base64(&w.TextZ)
+		case "pending":
+			return once.first(23) && d.boolean(&w.Pending)
 		}
 		return false
 	})

@@ -89,6 +89,8 @@ func FuzzFastDecodeMatchesEncodingJSON(f *testing.F) {
 		f.Add(line)
 	}
 	f.Add([]byte(`{"v":2,"seq":7,"type":"tool_result","result":{"text":"a\u00e9\n\"b\"","exitCode":-3,"timeoutMs":12,"task":{"id":"t","status":"running"},"payload":[1,-2.5e+3,{"x":[true,false,null]}],"cardOutputZ":"AAEC"}}`))
+	f.Add([]byte(`{"v":2,"seq":8,"type":"output","id":"c","textZ":"AAEC"}`))
+	f.Add([]byte(`{"v":2,"seq":9,"type":"tool_call","id":"c","name":"bash","args":{"command":"ls"},"pending":true}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		var fast wireRecord
 		if !fastDecode(line, &fast) {

@@ -103,7 +103,10 @@ type wireRecord struct {
 	Created       time.Time `json:"created,omitzero"`
 	DaemonVersion string    `json:"daemonVersion,omitempty"`
 
-	Text      string     `json:"text,omitempty"`
+	Text string `json:"text,omitempty"`
+	// TextZ is an output record's text, deflated and base64-encoded, when
+	// JSON escaping would blow it up (see compactText).
+	TextZ     []byte     `json:"textZ,omitempty"`
 	Reasoning string     `json:"reasoning,omitempty"`
 	ToolCalls []wireCall `json:"toolCalls,omitempty"`
 
@@ -183,7 +186,8 @@ func fromEvent(ev event.Event, r *wireRecord) (bool, error) {
 	case event.ToolResult:
 		r.Type, r.ID, r.Name, r.wireArgs, r.Result = typeToolResult, e.ID, e.Name, encodeArgs(e.Args), encodeResult(e.Result)
 	case event.OutputCheckpoint:
-		r.Type, r.ID, r.Text = typeOutput, e.ID, e.Data
+		r.Type, r.ID = typeOutput, e.ID
+		r.Text, r.TextZ = compactText(e.Data)
 	case event.Decision:
 		r.Type, r.ID, r.Subject, r.Verdict, r.Outcome, r.Reason = typeDecision, e.ID, e.Subject, e.Verdict, e.Outcome, e.Reason
 	case event.Notice:
@@ -234,7 +238,11 @@ func (r *wireRecord) toEvent() (ev event.Event, ok bool) {
 		}
 		return event.ToolResult{ID: r.ID, Name: r.Name, Args: r.raw(), Result: res}, true
 	case typeOutput:
-		return event.OutputCheckpoint{ID: r.ID, Data: r.Text}, true
+		data := r.Text
+		if r.TextZ != nil {
+			data = inflate(r.TextZ)
+		}
+		return event.OutputCheckpoint{ID: r.ID, Data: data}, true
 	case typeDecision:
 		return event.Decision{ID: r.ID, Subject: r.Subject, Verdict: r.Verdict, Outcome: r.Outcome, Reason: r.Reason}, true
 	case typeNotice:
@@ -313,7 +321,7 @@ func (e *encoder) line(r *wireRecord) ([]byte, error) {
 	if e.buf.Cap() > keptLine {
 		e.buf = bytes.Buffer{} // do not pin one huge record's buffer
 	}
-	line, ok, err := e.bigResultLine(r)
+	line, ok, err := e.bigLine(r)
 	if !ok {
 		e.buf.Reset()
 		err = e.enc.Encode(r)
