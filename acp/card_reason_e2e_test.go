@@ -146,6 +146,9 @@ func TestCancelledCardCarriesSignalAndReason(t *testing.T) {
 	marker := acptest.NewMarker()
 	reply := startCommand(t, d, sid, "export M="+marker+"; echo started; sleep 600")
 	waitMarkedProcs(t, marker, 1)
+	// Running, not just spawned: a sandbox still being set up has no
+	// command for the TERM to reach (executor/sandbox's known limits).
+	d.waitFor(func() bool { return d.count(sid, "tool_call_update", "started") > 0 })
 	if err := d.Notify(ctxT(t), "session/cancel", map[string]any{"sessionId": sid}); err != nil {
 		t.Fatal(err)
 	}
@@ -187,8 +190,10 @@ func TestShutdownCardCarriesSignal(t *testing.T) {
 	d := startDaemon(t, acptest.ZedCapabilities(), nil)
 	sid := d.newSession(t.TempDir())
 	marker := acptest.NewMarker()
-	startCommand(t, d, sid, "export M="+marker+"; sleep 600")
+	startCommand(t, d, sid, "export M="+marker+"; echo started; sleep 600")
 	waitMarkedProcs(t, marker, 1)
+	// Running, not just spawned (see TestCancelledCardCarriesSignalAndReason).
+	d.waitFor(func() bool { return d.count(sid, "tool_call_update", "started") > 0 })
 	if err := syscall.Kill(d.Pid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,7 @@ var slashCommands = []slashCommand{
 	{"compact", "Compact the conversation now: summarize older turns and elide old command output", ""},
 	{"model", "Show the models, or switch this session's model", "model id"},
 	{"mode", "Show the permission mode, or switch it", "ask | auto | read-only"},
+	{"sandbox", "Show the sandbox level, or switch it", "read-only | workspace | workspace-network | off"},
 	{"usage", "Show how full the context window is, and the session's token counts", ""},
 	{"help", "List these commands and the !command convention", ""},
 }
@@ -96,6 +97,15 @@ func (ss *session) commandReply(name, args string) string {
 		}
 		mode := ss.perms.currentMode()
 		return fmt.Sprintf("Permission mode: %s — %s.\n\n", mode, modeInfo[mode].description)
+	case "sandbox":
+		if args == "" {
+			return ss.sandboxText()
+		}
+		if err := ss.setSandbox(args); err != nil {
+			return errorText(err) + "\n\n"
+		}
+		level := ss.agent.Sandbox()
+		return fmt.Sprintf("Sandbox: %s — %s.\n\n", level, sandboxInfo[level].description)
 	case "usage":
 		return usageText(ss.agent.Usage())
 	default:

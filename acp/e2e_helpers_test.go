@@ -14,6 +14,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
 	"github.com/dsh-acp/dsh-acp/internal/eventually"
+	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 )
 
 func TestMain(m *testing.M) {
@@ -227,4 +228,18 @@ func (d *daemon) count(sid, kind, substr string) int {
 func (d *daemon) waitFor(cond func() bool) {
 	d.t.Helper()
 	eventually.True(d.t, 20*time.Second, cond, "condition not met within 20s")
+}
+
+// toolResultOf is the text the model received for callID.
+func toolResultOf(t *testing.T, model *llmtest.Server, callID string) string {
+	t.Helper()
+	for _, r := range model.Requests() {
+		for _, m := range r.Messages {
+			if m.Role == "tool" && m.ToolCallID == callID {
+				return m.Content
+			}
+		}
+	}
+	t.Fatalf("the model never received a result for %s", callID)
+	return ""
 }

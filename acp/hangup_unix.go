@@ -30,7 +30,7 @@ func watchHangup(f *os.File, onHangup func()) (stop func(), err error) {
 		return nil, fmt.Errorf("watch hang-up: dup: %w", dupErr)
 	}
 	var wake [2]int
-	if err := unix.Pipe2(wake[:], unix.O_CLOEXEC); err != nil {
+	if err := cloexecPipe(&wake); err != nil {
 		_ = unix.Close(fd)
 		return nil, fmt.Errorf("watch hang-up: pipe: %w", err)
 	}

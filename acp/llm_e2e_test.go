@@ -518,7 +518,7 @@ func (f *llmFixture) checkFirstRequest(req llmtest.Request) {
 	}
 	// The section states the daemon's default limits.
 	section := tools.NewBash(nil, tools.Config{OutputLimit: 30000, CardOutputLimit: 2 << 20,
-		DefaultTimeout: 120 * time.Second, MaxTimeout: 600 * time.Second}).PromptSection()
+		DefaultTimeout: 120 * time.Second, MaxTimeout: 600 * time.Second}).PromptSection(tools.Session{Level: autoLevel(t)})
 	system := req.Messages[0].Content
 	if !strings.Contains(system, section) || !strings.Contains(section, "[exit code: N]") {
 		t.Errorf("the system prompt lacks the tools' section:\n%s", system)

@@ -134,10 +134,10 @@ func modelOption(current string, models []string) sdk.SessionConfigOption {
 }
 
 // configOptions are the session's config options: the permission mode,
-// and the model when one is configured. It records which catalog version
-// the client is about to get.
+// the sandbox level, and the model when one is configured. It records
+// which catalog version the client is about to get.
 func (ss *session) configOptions() []sdk.SessionConfigOption {
-	opts := modeOptions(ss.perms.currentMode())
+	opts := append(modeOptions(ss.perms.currentMode()), sandboxOption(ss.agent.Sandbox(), ss.sandboxes.levels()))
 	if ss.catalog == nil {
 		return opts
 	}

@@ -63,13 +63,13 @@ func (s *Server) SetSessionMode(ctx context.Context, p sdk.SetSessionModeRequest
 }
 
 // SetSessionConfigOption sets the mode config option (the same switch as
-// session/set_mode) or the model option (as session/set_model) and returns
-// every option.
+// session/set_mode), the sandbox option or the model option (as
+// session/set_model) and returns every option.
 func (s *Server) SetSessionConfigOption(ctx context.Context, p sdk.SetSessionConfigOptionRequest) (resp sdk.SetSessionConfigOptionResponse, err error) {
 	defer guarded(s.log, "session/set_config_option", &err)
 	v := p.ValueId
 	if v == nil {
-		return resp, invalidParams("config options %q and %q take a value id", modeConfigID, modelConfigID)
+		return resp, invalidParams("config options %q, %q and %q take a value id", modeConfigID, sandboxConfigID, modelConfigID)
 	}
 	ss, err := s.session(v.SessionId)
 	if err != nil {
@@ -80,6 +80,8 @@ func (s *Server) SetSessionConfigOption(ctx context.Context, p sdk.SetSessionCon
 		err = ss.setMode(string(v.Value))
 	case modelConfigID:
 		err = ss.setModel(string(v.Value))
+	case sandboxConfigID:
+		err = ss.setSandbox(string(v.Value))
 	default:
 		err = invalidParams("unknown config option %q", string(v.ConfigId))
 	}

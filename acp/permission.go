@@ -151,7 +151,8 @@ func (a *approver) judgeCommand(ctx context.Context, s tools.Session, call event
 	v := permission.Judge(req)
 	switch v.Decision {
 	case permission.Allow:
-		return agent.Approval{Verdict: agent.Allow, Decision: event.Decision{Subject: command, Verdict: event.VerdictAllow}}
+		return agent.Approval{Verdict: agent.Allow, Decision: event.Decision{Subject: command, Verdict: event.VerdictAllow},
+			Level: callLevel(s, req)}
 	case permission.Deny:
 		return denied(command, fmt.Sprintf("Not run: %s (permission mode %q). Do not retry it in another form; ask the user if it is needed.", v.Reason, mode),
 			v.Reason)

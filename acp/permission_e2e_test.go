@@ -38,11 +38,17 @@ func (p *permDaemon) SetResponder(r acptest.Responder) {
 
 func startPermDaemon(t *testing.T, answer string, env ...string) *permDaemon {
 	t.Helper()
+	return startPermDaemonIn(t, answer, t.TempDir(), env...)
+}
+
+// startPermDaemonIn is startPermDaemon with the session in cwd.
+func startPermDaemonIn(t *testing.T, answer, cwd string, env ...string) *permDaemon {
+	t.Helper()
 	model := llmtest.New(t)
 	cfgHome := t.TempDir() // no user rules
 	env = append([]string{"DSH_BASE_URL=" + model.URL(), "DSH_API_KEY=test-key", "XDG_CONFIG_HOME=" + cfgHome}, env...)
 	d := startDaemon(t, acptest.ZedCapabilities(), nil, env...)
-	p := &permDaemon{daemon: d, model: model, cwd: t.TempDir()}
+	p := &permDaemon{daemon: d, model: model, cwd: cwd}
 	p.answer = acptest.PermissionResponder(answer)
 	d.SetResponder(func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 		if method == "session/request_permission" {

@@ -63,6 +63,11 @@ type Config struct {
 
 	// DefaultMode is a new session's permission mode (default ask).
 	DefaultMode permission.Mode
+	// Sandbox is the sandbox level new sessions start at, asked for
+	// explicitly (--sandbox): journaled with each session, and refused
+	// command by command where it cannot be built. Empty means the
+	// executor's default level (executor.Confiner), chosen, not asked for.
+	Sandbox executor.Level
 	// UserRules is the user's permission rule file ("" for none); each
 	// session's project file is read from its cwd. The user's MCP
 	// allowance file sits beside it (mcp.UserRulesPath).
@@ -132,6 +137,7 @@ type Server struct {
 	calls   *pendingCalls     // requests let through, until their replies are written
 	gate    *notificationGate // what the SDK's notification queue may take
 	hooks   hooks
+	sandbox sandboxes // the levels the executor offers, a new session's level
 
 	mu       sync.Mutex
 	caps     presentation.Caps
@@ -166,6 +172,7 @@ func serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config, h hooks
 		gate:     newNotificationGate(cfg.Logger),
 		hooks:    h,
 		sessions: map[string]*session{},
+		sandbox:  newSandboxes(cfg.Executor, cfg.Sandbox),
 	}
 	if cfg.Agent.Model != "" {
 		mctx, stopModels := context.WithCancel(ctx)
@@ -327,7 +334,7 @@ func checkCwd(cwd string) error {
 // NewSession creates a session with a journal.
 func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (resp sdk.NewSessionResponse, err error) {
 	defer guarded(s.log, "session/new", &err)
-	if err := checkCwd(p.Cwd); err != nil {
+	if err := s.checkSessionCwd(ctx, p.Cwd); err != nil {
 		return resp, err
 	}
 	id := replay.NewSessionID()
@@ -338,6 +345,7 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (resp 
 	}
 	ss := s.newSession(id, filepath.Clean(p.Cwd), j)
 	s.startMCP(ss, p.McpServers) // before a prompt can find the session
+	ss.startSandbox(nil, true)
 	if err := s.register(ss); err != nil {
 		ss.close(ctx)
 		return resp, err

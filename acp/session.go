@@ -34,6 +34,9 @@ type session struct {
 	log         *zap.Logger
 	catalog     *modelCatalog          // the provider's models, for the model option
 	window      func(model string) int // a model's context window
+	// sandboxes is the levels the daemon offers; the session's level is
+	// its agent's (agent.Session.Sandbox).
+	sandboxes sandboxes
 
 	mu          sync.Mutex
 	afterOpened []func() // what waits for the reply that opened the session (afterOpen)
@@ -88,13 +91,13 @@ func (f fanout) Emit(ev event.Event) {
 func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
 	ss := &session{id: id, cwd: cwd, journal: j, updates: s.updates, log: s.log,
 		perms: &permissions{mode: s.cfg.DefaultMode}, catalog: s.catalog, window: s.cfg.Agent.ContextWindow,
-		box: mcp.NewToolbox(s.cfg.Tools)}
+		box: mcp.NewToolbox(s.cfg.Tools), sandboxes: s.sandbox}
 	ss.present = s.presenter(id, cwd, s.updates, ss.box, false)
 	ss.title = &titler{send: ss.send}
 	ss.journalSink = newJournalSink(j, s.log, id, ss.present)
 	sink := fanout{ss.title, ss.present, ss.journalSink}
 	ap := &approver{ss: ss, client: s.conn, tools: ss.box, userRules: s.cfg.UserRules, trust: s.trust}
-	ss.agent = agent.NewSession(id, cwd, s.models, ss.box, sink, ap, s.cfg.Agent)
+	ss.agent = agent.NewSession(id, s.runDir(cwd), s.models, ss.box, sink, ap, s.cfg.Agent)
 	return ss
 }
 
@@ -106,12 +109,13 @@ func (s *Server) presenter(id, cwd string, w *updateWriter, cards presentation.C
 	caps := s.caps
 	s.mu.Unlock()
 	return presentation.NewPresenter(presentation.PresenterOptions{
-		Send:   func(u sdk.SessionUpdate) { sendUpdate(w, id, s.log, u) },
-		Cards:  cards,
-		Caps:   caps,
-		Cwd:    cwd,
-		Flush:  presentation.FlushPolicy{Interval: s.cfg.CardFlushInterval, Bytes: s.cfg.CardFlushBytes},
-		Replay: replay,
+		Send:     func(u sdk.SessionUpdate) { sendUpdate(w, id, s.log, u) },
+		Cards:    cards,
+		Caps:     caps,
+		Cwd:      s.runDir(cwd),
+		Location: s.location(),
+		Flush:    presentation.FlushPolicy{Interval: s.cfg.CardFlushInterval, Bytes: s.cfg.CardFlushBytes},
+		Replay:   replay,
 	})
 }
 
@@ -222,7 +226,7 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	if cwd != "" && !filepath.IsAbs(cwd) {
 		return nil, invalidParams("cwd must be an absolute path, got %q", cwd)
 	}
-	clientCwd := cwd != "" && checkCwd(cwd) == nil
+	clientCwd := cwd != "" && s.checkSessionCwd(context.Background(), cwd) == nil
 	j, err := s.cfg.Store.OpenAppend(id)
 	if err != nil {
 		return nil, invalidParams("cannot open session %s: %v", id, err)
@@ -268,6 +272,7 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	}
 	ss.perms.restore(r.state)
 	ss.perms.restoreTools(r.state)
+	ss.startSandbox(r.state, false)
 	if r.firstPrompt != nil {
 		if replayToClient {
 			ss.title.announce(*r.firstPrompt) // the title session/list shows, again

@@ -265,7 +265,7 @@ func TestE2ESlashCommands(t *testing.T) {
 	for _, c := range adv.Commands {
 		names = append(names, c.Name)
 	}
-	if strings.Join(names, ",") != "compact,model,mode,usage,help" || adv.Commands[1].Input == nil {
+	if strings.Join(names, ",") != "compact,model,mode,sandbox,usage,help" || adv.Commands[1].Input == nil {
 		t.Errorf("advertised commands %s", u)
 	}
 
@@ -293,6 +293,16 @@ func TestE2ESlashCommands(t *testing.T) {
 	}
 	if got := command("/mode sideways"); !strings.Contains(got, `unknown mode "sideways"`) {
 		t.Errorf("/mode sideways: %q", got)
+	}
+	level := autoLevel(t)
+	if got := command("/sandbox"); !strings.Contains(got, "Sandbox: "+string(level)+" — ") || !strings.Contains(got, "* "+string(level)+" — ") {
+		t.Errorf("/sandbox: %q", got)
+	}
+	if got := command("/sandbox sideways"); !strings.Contains(got, `unknown sandbox level "sideways"`) {
+		t.Errorf("/sandbox sideways: %q", got)
+	}
+	if got := command("/sandbox off"); !strings.Contains(got, "Sandbox: off — No sandbox") || f.count(f.sid, "config_option_update", `"currentValue":"off"`) != 1 {
+		t.Errorf("/sandbox off: %q", got)
 	}
 	if got := command("/model"); !strings.Contains(got, "* e2e-model") || !strings.Contains(got, "  e2e-big") {
 		t.Errorf("/model: %q", got)

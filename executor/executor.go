@@ -42,7 +42,8 @@ type Executor interface {
 	// deadline. A timeout, a cancelled ctx and Kill all stop the command
 	// through the same path: TERM to its process group, a grace period, KILL.
 	// A non-zero exit, a signal or a timeout is a normal Result; only
-	// infrastructure failures (a missing workdir, a spawn error) are errors.
+	// infrastructure failures (a missing workdir, a spawn error, the
+	// connection to a remote host lost while the command ran) are errors.
 	// observe, when non-nil, receives output chunks in arrival order; it is
 	// called from one goroutine at a time, and a slow observer never slows
 	// the command down (chunks it cannot keep up with are dropped and

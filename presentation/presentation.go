@@ -83,6 +83,28 @@ func OpenCard(callID string, in tools.CallIntent, sessionCwd string, caps Caps) 
 	return acp.SessionUpdate{ToolCall: tc}
 }
 
+// LocateCard renames the directory of a terminal card's opening update u
+// with loc (nil leaves u as it is), so the card says which machine the
+// command runs on. Any other update is returned unchanged.
+func LocateCard(u acp.SessionUpdate, loc func(dir string) string) acp.SessionUpdate {
+	if loc == nil || u.ToolCall == nil {
+		return u
+	}
+	info, ok := u.ToolCall.Meta[metaTerminalInfo].(terminalInfo)
+	if !ok || info.Cwd == "" {
+		return u
+	}
+	info.Cwd = loc(info.Cwd)
+	meta := make(map[string]any, len(u.ToolCall.Meta))
+	for k, v := range u.ToolCall.Meta {
+		meta[k] = v
+	}
+	meta[metaTerminalInfo] = info
+	tc := *u.ToolCall
+	tc.Meta = meta
+	return acp.SessionUpdate{ToolCall: &tc}
+}
+
 // CardOutput is the tool_call_update appending live output data to a
 // terminal card. ok is false without caps.Terminal (the output is then
 // shown when the card closes) and for empty data. Use it only for calls

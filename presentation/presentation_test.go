@@ -83,6 +83,26 @@ func TestOpenCardTerminalCwd(t *testing.T) {
 	}
 }
 
+func TestLocateCard(t *testing.T) {
+	loc := func(dir string) string { return "build1:" + dir }
+	in := tools.CallIntent{Card: tools.CardTerminal, Title: "ls", Kind: "execute", Cwd: "sub"}
+	open := presentation.OpenCard("c1", in, "/srv/p", presentation.Caps{Terminal: true})
+	located := presentation.LocateCard(open, loc)
+	if info := metaOf(t, located, "terminal_info"); info["cwd"] != "build1:/srv/p/sub" || info["terminal_id"] != "c1" {
+		t.Errorf("located terminal_info = %v", info)
+	}
+	if info := metaOf(t, open, "terminal_info"); info["cwd"] != "/srv/p/sub" {
+		t.Errorf("LocateCard changed its argument: %v", info)
+	}
+	plain := presentation.OpenCard("c1", in, "/srv/p", presentation.Caps{})
+	if got := wireOf(t, presentation.LocateCard(plain, loc)); got["_meta"] != nil {
+		t.Errorf("a card without a terminal got a location: %v", got)
+	}
+	if got := presentation.LocateCard(open, nil); metaOf(t, got, "terminal_info")["cwd"] != "/srv/p/sub" {
+		t.Error("a nil location changed the card")
+	}
+}
+
 func TestOpenCardShape(t *testing.T) {
 	term := tools.CallIntent{Card: tools.CardTerminal, Title: "make", Kind: "execute", Description: "Build"}
 	u := wireOf(t, presentation.OpenCard("c1", term, "/p", presentation.Caps{Terminal: true}))

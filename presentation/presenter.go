@@ -64,6 +64,10 @@ type PresenterOptions struct {
 	Caps Caps
 	// Cwd is the directory a relative card cwd is resolved against.
 	Cwd string
+	// Location, when set, names a terminal card's directory for display:
+	// an executor running commands on another machine turns "/srv/p"
+	// into "host:/srv/p" (executor.Remote's Location).
+	Location func(dir string) string
 	// Flush coalesces live output.
 	Flush FlushPolicy
 	// Replay marks a presenter drawing a recorded session (session/load,
@@ -190,7 +194,7 @@ func (p *Presenter) openCard(e event.ToolCall) {
 	if e.Pending {
 		open.ToolCall.Status = acp.ToolCallStatusPending
 	}
-	p.opt.Send(open)
+	p.opt.Send(LocateCard(open, p.opt.Location))
 	if !p.opt.Replay && card.intent.Card == tools.CardTerminal && p.opt.Caps.Terminal {
 		card.stream = newCardStream(p.opt.Flush, func(data string) {
 			if u, ok := CardOutput(e.ID, data, p.opt.Caps); ok {

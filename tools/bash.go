@@ -32,8 +32,26 @@ func (t *bash) Schema() json.RawMessage { return t.schema() }
 
 // PromptSection is the habits the three bash tools' descriptions cannot
 // carry (check every result's exit marker, workdir not cd, poll background
-// tasks).
-func (t *bash) PromptSection() string { return t.text().prompt }
+// tasks) and what the session's sandbox level allows (s.Level, else the
+// executor's default level).
+func (t *bash) PromptSection(s Session) string {
+	prompts := t.text().prompts
+	if p, ok := prompts[t.level(s.Level)]; ok {
+		return p
+	}
+	return prompts[executor.LevelOff]
+}
+
+// level is l, or the executor's default level when l is empty.
+func (t *bash) level(l executor.Level) executor.Level {
+	if l != "" {
+		return l
+	}
+	if c, ok := t.ex.(executor.Confiner); ok {
+		return c.DefaultLevel()
+	}
+	return executor.LevelOff
+}
 
 // Needs is the command line: the permission judge decides on it.
 func (t *bash) Needs(args json.RawMessage) (Need, error) {
@@ -53,7 +71,7 @@ func (t *bash) Run(ctx context.Context, call Call) event.Result {
 	if err != nil {
 		return errorResult(err)
 	}
-	spec, err := t.ex.Resolve(t.request(args, call.Session))
+	spec, err := t.ex.Resolve(t.request(args, call))
 	if err != nil {
 		return errorResult(fmt.Errorf("cannot run command: %w", err))
 	}
@@ -67,10 +85,16 @@ func (t *bash) Run(ctx context.Context, call Call) event.Result {
 // and Env are never set from model input. An empty workdir defaults to the
 // session's cwd here, so N sessions sharing one executor each run in their
 // own directory; a relative one is left for Resolve to join to SessionCwd.
-func (t *bash) request(args bashArgs, s Session) executor.Request {
+// The level is the call's, else the session's.
+func (t *bash) request(args bashArgs, call Call) executor.Request {
+	s := call.Session
 	workdir := args.Workdir
 	if workdir == "" {
 		workdir = s.Cwd
+	}
+	level := call.Level
+	if level == "" {
+		level = s.Level
 	}
 	return executor.Request{
 		Command:    args.Command,
@@ -78,12 +102,16 @@ func (t *bash) request(args bashArgs, s Session) executor.Request {
 		SessionCwd: s.Cwd,
 		Timeout:    args.timeout(),
 		Owner:      s.ID,
+		Level:      level,
 	}
 }
 
 // start runs spec as a background task.
 func (t *bash) start(spec executor.Spec) result {
 	id, err := t.ex.Start(spec)
+	if errors.Is(err, executor.ErrSandbox) {
+		return resultOf(sandboxRefusal(spec.Level, err))
+	}
 	if err != nil {
 		return resultOf(errorResult(fmt.Errorf("cannot start background task: %w", err)))
 	}
@@ -105,6 +133,9 @@ func (t *bash) run(ctx context.Context, spec executor.Spec, output func(string))
 	cardOutput := card.close(res.SpillPath, res.SpillError)
 	if err != nil {
 		r := errorResult(fmt.Errorf("cannot run command: %w", err))
+		if errors.Is(err, executor.ErrSandbox) {
+			r = sandboxRefusal(spec.Level, err)
+		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			r = errorResult(errors.New("command aborted: " + abortReason(ctxErr)))
 		}
@@ -151,6 +182,9 @@ func (t *bash) resultText(res executor.Result, spec executor.Spec, abort string)
 			m = append(m, "[killed by signal: "+res.Signal+"]")
 		} else if res.ExitCode != 0 {
 			m = append(m, fmt.Sprintf("[exit code: %d]", res.ExitCode))
+			if s := sandboxMarker(spec.Level, res); s != "" {
+				m = append(m, s)
+			}
 		}
 		if res.LimitHit != "" {
 			m = append(m, limitMarker)

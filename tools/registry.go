@@ -66,7 +66,13 @@ func NewBash(ex executor.Executor, cfg Config) *Registry {
 // model request, not at start-up.
 func bashTools(ex executor.Executor, cfg Config) []Tool {
 	cfg = cfg.withDefaults()
-	txt := sync.OnceValue(func() texts { return renderTexts(cfg) })
+	txt := sync.OnceValue(func() texts {
+		where := ""
+		if r, ok := ex.(executor.Remote); ok {
+			where = r.Describe()
+		}
+		return renderTexts(cfg, where)
+	})
 	return []Tool{
 		&bash{ex: ex, cfg: cfg, text: txt, schema: sync.OnceValue(func() json.RawMessage { return bashSchema(cfg) })},
 		&bashOutput{ex: ex, cfg: cfg, text: txt,
@@ -89,13 +95,13 @@ func (r *Registry) Lookup(name string) (Tool, bool) {
 // All returns the tools in registration order. The slice is a copy.
 func (r *Registry) All() []Tool { return append([]Tool(nil), r.tools...) }
 
-// PromptSection is the tools' part of the system prompt: each Prompter's
-// section, in registration order.
-func (r *Registry) PromptSection() string {
+// PromptSection is the tools' part of the system prompt of session s:
+// each Prompter's section, in registration order.
+func (r *Registry) PromptSection(s Session) string {
 	var parts []string
 	for _, t := range r.tools {
 		if p, ok := t.(Prompter); ok {
-			if s := p.PromptSection(); s != "" {
+			if s := p.PromptSection(s); s != "" {
 				parts = append(parts, s)
 			}
 		}

@@ -1,6 +1,7 @@
 package tools_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -51,7 +52,7 @@ func TestTextsStateConfiguredLimits(t *testing.T) {
 	if !strings.Contains(string(bash.Schema()), "default 90000, at most 900000") {
 		t.Errorf("bash schema does not state the limits: %s", bash.Schema())
 	}
-	prompt := set.PromptSection()
+	prompt := set.PromptSection(tools.Session{})
 	for _, want := range []string{"[exit code: N]", "investigate", "`workdir` rather than `cd`", "bash_output", "90 seconds", "15 minutes", "12345 characters"} {
 		if !strings.Contains(prompt, want) {
 			t.Errorf("prompt section lacks %q:\n%s", want, prompt)
@@ -69,5 +70,24 @@ func TestDefaultTexts(t *testing.T) {
 		if !strings.Contains(bash.Description(), want) {
 			t.Errorf("default bash description lacks %q", want)
 		}
+	}
+}
+
+// remoteExec is a fake executor running commands on another machine.
+type remoteExec struct{ *executorfake.Executor }
+
+func (*remoteExec) SessionDir(d string) string             { return d }
+func (*remoteExec) CheckDir(context.Context, string) error { return nil }
+func (*remoteExec) Location(d string) string               { return "build1:" + d }
+func (*remoteExec) Describe() string                       { return "on the remote host build1, over SSH" }
+
+func TestPromptSaysWhereCommandsRun(t *testing.T) {
+	remote := tools.NewBash(&remoteExec{executorfake.New()}, tools.Config{}).PromptSection(tools.Session{})
+	if want := "Commands run on the remote host build1, over SSH, not on the machine the editor runs on"; !strings.Contains(remote, want) {
+		t.Errorf("remote prompt section lacks %q:\n%s", want, remote)
+	}
+	local := tools.NewBash(executorfake.New(), tools.Config{}).PromptSection(tools.Session{})
+	if strings.Contains(local, "Commands run on") || strings.Contains(local, "\n\n\n") {
+		t.Errorf("local prompt section:\n%s", local)
 	}
 }

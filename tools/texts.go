@@ -6,6 +6,8 @@ import (
 	"strings"
 	"text/template"
 	"time"
+
+	"github.com/dsh-acp/dsh-acp/executor"
 )
 
 //go:embed texts/*.tmpl
@@ -13,7 +15,9 @@ var textFS embed.FS
 
 // texts are the rendered model-facing texts of a Set.
 type texts struct {
-	bash, bashOutput, bashKill, prompt string
+	bash, bashOutput, bashKill string
+	// prompts is the prompt section for each sandbox level.
+	prompts map[executor.Level]string
 }
 
 // textData is what the templates may state.
@@ -21,25 +25,39 @@ type textData struct {
 	DefaultTimeout, MaxTimeout     string // "2 minutes"
 	DefaultTimeoutMs, MaxTimeoutMs int64
 	OutputLimit                    int
+	// Level is the session's sandbox level (prompt.tmpl only); Confined,
+	// Writable and Network are what it allows.
+	Level                       executor.Level
+	Confined, Writable, Network bool
+	// Where says where commands run when that is another machine
+	// (executor.Remote's Describe), else "".
+	Where string
 }
 
 // renderTexts renders the embedded templates with cfg's limits. The
 // templates are part of the binary, so a failure is a programming error
 // that every test run catches.
-func renderTexts(cfg Config) texts {
+func renderTexts(cfg Config, where string) texts {
 	data := textData{
+		Where:            where,
 		DefaultTimeout:   humanDuration(cfg.DefaultTimeout),
 		MaxTimeout:       humanDuration(cfg.MaxTimeout),
 		DefaultTimeoutMs: cfg.DefaultTimeout.Milliseconds(),
 		MaxTimeoutMs:     cfg.MaxTimeout.Milliseconds(),
 		OutputLimit:      cfg.OutputLimit,
 	}
-	return texts{
+	t := texts{
 		bash:       render("bash.tmpl", data),
 		bashOutput: render("bash_output.tmpl", data),
 		bashKill:   render("bash_kill.tmpl", data),
-		prompt:     render("prompt.tmpl", data),
+		prompts:    map[executor.Level]string{},
 	}
+	for _, l := range executor.AllLevels() {
+		d := data
+		d.Level, d.Confined, d.Writable, d.Network = l, l.Confined(), l.Writable(), l.Network()
+		t.prompts[l] = render("prompt.tmpl", d)
+	}
+	return t
 }
 
 func render(name string, data textData) string {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/event"
 )
 
@@ -88,16 +89,23 @@ type Permissioned interface {
 }
 
 // Prompter is implemented by a tool with a section of its own in the
-// system prompt (habits its description cannot carry).
+// system prompt (habits its description cannot carry). The section may
+// depend on the session (its sandbox level), and only on what Session
+// holds, so a reloaded session that restored the same state gets the same
+// text.
 type Prompter interface {
-	PromptSection() string
+	PromptSection(s Session) string
 }
 
 // Session identifies the calling session. The zero value is a non-session
-// caller (no cwd default, no owner token).
+// caller (no cwd default, no owner token, the executor's default level).
 type Session struct {
 	ID  string // owner token for the session's tasks
 	Cwd string // absolute
+	// Level is the session's sandbox level: what its commands run at
+	// unless the call names another (Call.Level). Empty means the
+	// executor's default.
+	Level executor.Level
 }
 
 // Call is one invocation of a tool.
@@ -110,6 +118,11 @@ type Call struct {
 	// to Output equals the final Result.CardOutput). Called from one
 	// goroutine at a time; it must not block.
 	Output func(data string)
+	// Level, when set, is the sandbox level this call's commands run at,
+	// chosen by the permission step (a command that runs unasked because
+	// it looks read-only runs at executor.LevelReadOnly); empty means
+	// Session.Level. A tool that runs no commands ignores it.
+	Level executor.Level
 }
 
 // CardKind says which card a UI should draw.

@@ -139,7 +139,7 @@ func chatOptions(cfg config, req chatRequest) (chat.Options, io.Closer, error) {
 	}
 	if !req.agentMode {
 		o.Model = cfg.Model
-		o.Sandbox = "none" // commands run unconfined (docs/security.md)
+		o.Sandbox = string(cfg.Sandbox) // the agent's sandbox option wins
 	}
 	return o, logFile, nil
 }

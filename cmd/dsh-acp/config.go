@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/acp/ingress"
+	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/ssh"
 	"github.com/dsh-acp/dsh-acp/internal/agent"
 	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/permission"
@@ -48,7 +50,16 @@ type config struct {
 	ModelIdle       time.Duration
 	AllowEnv        []string
 	Mode            permission.Mode
-	Session         agent.Config // the context window, compaction threshold, price
+	// Sandbox is the sandbox level asked for; "" is auto (workspace where
+	// bubblewrap can start, else off).
+	Sandbox executor.Level
+	Session agent.Config // the context window, compaction threshold, price
+	// Executor is "local" or an ssh://[user@]host[:port][/path] address
+	// (SSHTarget is then set); SSHIdentity and SSHKnownHosts configure it.
+	Executor      string
+	SSHTarget     *ssh.Target
+	SSHIdentity   string
+	SSHKnownHosts string
 }
 
 // stringList is a repeatable string flag.
@@ -124,6 +135,7 @@ func parseConfig(name string, args []string, env envLookup, usage io.Writer) (co
 type configFlags struct {
 	c       config
 	mode    *string
+	sandbox *string
 	allow   stringList
 	session sessionFlags
 	env     envLookup
@@ -150,6 +162,10 @@ func addConfigFlags(fs *flag.FlagSet, env envLookup) *configFlags {
 	fs.IntVar(&c.MaxTurnRequests, "max-turn-requests", agent.DefaultMaxTurnRequests, "model requests allowed in one turn")
 	fs.DurationVar(&c.ModelIdle, "model-idle-timeout", 2*time.Minute, "abort a model request after this long without a byte from the provider (keep-alives count)")
 	cf.mode = fs.String("mode", envOr(env, "DSH_MODE", "ask"), "permission mode of new sessions: ask, auto or read-only (env DSH_MODE)")
+	fs.StringVar(&c.Executor, "executor", envOr(env, "DSH_EXECUTOR", "local"), "where commands run: local, or ssh://[user@]host[:port][/path] (the path, when given, is the remote directory the project maps to) (env DSH_EXECUTOR)")
+	fs.StringVar(&c.SSHIdentity, "ssh-identity", envOr(env, "DSH_SSH_IDENTITY", ""), "private key file for the ssh executor (unencrypted; else ssh-agent via SSH_AUTH_SOCK, else ~/.ssh/id_*) (env DSH_SSH_IDENTITY)")
+	fs.StringVar(&c.SSHKnownHosts, "ssh-known-hosts", envOr(env, "DSH_SSH_KNOWN_HOSTS", ""), "known_hosts file the ssh executor checks host keys against (default ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts; an unknown or changed key is refused) (env DSH_SSH_KNOWN_HOSTS)")
+	cf.sandbox = fs.String("sandbox", envOr(env, "DSH_SANDBOX", "auto"), "sandbox level of new sessions: read-only, workspace, workspace-network or off; auto is workspace where bubblewrap can start, else off (env DSH_SANDBOX)")
 	fs.Var(&cf.allow, "allow-env", "pass this scrubbed environment variable through to commands (repeatable)")
 	cf.session.register(fs, env)
 	fs.VisitAll(func(f *flag.Flag) {
@@ -169,6 +185,16 @@ func (cf *configFlags) config(fs *flag.FlagSet) (config, error) {
 		return c, fmt.Errorf("--mode: %w", err)
 	}
 	c.Mode = m
+	if c.Sandbox, err = parseSandbox(*cf.sandbox); err != nil {
+		return c, fmt.Errorf("--sandbox: %w", err)
+	}
+	if strings.HasPrefix(c.Executor, "ssh://") {
+		t, err := ssh.ParseTarget(c.Executor)
+		if err != nil {
+			return c, fmt.Errorf("--executor: %w", err)
+		}
+		c.SSHTarget = &t
+	}
 	c.APIKey = envOr(cf.env, "DSH_API_KEY", envOr(cf.env, "DEEPSEEK_API_KEY", ""))
 	c.BaseURLSet = envOr(cf.env, "DSH_BASE_URL", "") != ""
 	c.ModelSet = envOr(cf.env, "DSH_MODEL", "") != ""
@@ -177,6 +203,20 @@ func (cf *configFlags) config(fs *flag.FlagSet) (config, error) {
 		c.ModelSet = c.ModelSet || f.Name == "model"
 	})
 	return c, errors.Join(c.validate(), cf.session.agentConfig(&c.Session))
+}
+
+// parseSandbox reads a --sandbox value: a level, or "auto" (or nothing)
+// for the executor's default.
+func parseSandbox(s string) (executor.Level, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if s == "" || s == "auto" {
+		return "", nil
+	}
+	l, err := executor.ParseLevel(s)
+	if err != nil {
+		return "", fmt.Errorf("unknown sandbox level %q (want auto, read-only, workspace, workspace-network or off)", s)
+	}
+	return l, nil
 }
 
 // forwarded is the daemon flags set on fs, as arguments for the daemon
@@ -218,6 +258,12 @@ func (c config) validate() error {
 	}
 	if c.MaxTurnRequests < 1 {
 		errs = append(errs, errors.New("--max-turn-requests must be at least 1"))
+	}
+	if c.Executor != "local" && c.SSHTarget == nil {
+		errs = append(errs, fmt.Errorf("--executor must be local or ssh://[user@]host[:port][/path], got %q", c.Executor))
+	}
+	if c.SSHTarget == nil && (c.SSHIdentity != "" || c.SSHKnownHosts != "") {
+		errs = append(errs, errors.New("--ssh-identity and --ssh-known-hosts need --executor ssh://…"))
 	}
 	if !filepath.IsAbs(c.StateDir) {
 		errs = append(errs, fmt.Errorf("--state-dir must be absolute, got %q", c.StateDir))

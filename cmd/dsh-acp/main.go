@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/dsh-acp/dsh-acp/acp"
+	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/executor/local"
 	"github.com/dsh-acp/dsh-acp/internal/agent"
 	"github.com/dsh-acp/dsh-acp/internal/mcp"
@@ -108,18 +109,11 @@ func serve(cfg config) error {
 			secrets = append(secrets, k)
 		}
 	}
-	ex, err := local.New(local.Config{
-		DefaultTimeout: cfg.Timeout,
-		MaxTimeout:     cfg.MaxTimeout,
-		Grace:          cfg.KillGrace,
-		StateDir:       cfg.StateDir,
-		AllowEnv:       cfg.AllowEnv,
-		SecretValues:   secrets,
-		Logger:         log,
-	})
+	ex, err := newExecutor(cfg, secrets, log)
 	if err != nil {
 		return fmt.Errorf("executor: %w", err)
 	}
+	logSandbox(log, ex, cfg.Sandbox)
 	store, err := replay.OpenStore(cfg.StateDir)
 	if err != nil {
 		return fmt.Errorf("session store: %w", err)
@@ -152,6 +146,7 @@ func serve(cfg config) error {
 			Logger:           log,
 		},
 		DefaultMode: cfg.Mode,
+		Sandbox:     cfg.Sandbox,
 		Store:       store,
 		Logger:      log,
 		SDKLogger:   slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -164,10 +159,38 @@ func serve(cfg config) error {
 			Env:         local.ScrubEnv(os.Environ(), cfg.AllowEnv, secrets),
 			Grace:       cfg.KillGrace,
 			OutputLimit: cfg.OutputLimit,
-			Spill:       ex,
+			Spill:       spillerOf(ex),
 			Logger:      log,
 		},
 	})
+}
+
+// logSandbox logs the sandbox level sessions start at, and why confined
+// levels cannot be built when they cannot; an explicit level that cannot
+// be built is a warning: every command will be refused.
+// spillerOf is ex's spill store for MCP results, nil when it has none.
+func spillerOf(ex executor.Executor) mcp.Spiller {
+	if sp, ok := ex.(mcp.Spiller); ok {
+		return sp
+	}
+	return nil
+}
+
+func logSandbox(log *zap.Logger, ex executor.Executor, explicit executor.Level) {
+	c, ok := ex.(executor.Confiner)
+	if !ok {
+		log.Info("sandbox: none for this executor", zap.Bool("explicit", explicit != ""))
+		return
+	}
+	level, why := c.DefaultLevel(), c.Unavailable()
+	switch {
+	case why == nil:
+		log.Info("sandbox", zap.String("level", string(level)), zap.Bool("explicit", explicit != ""))
+	case explicit.Confined():
+		log.Warn("sandbox level asked for cannot be built: commands will be refused", zap.String("level", string(level)), zap.Error(why))
+	default:
+		log.Info("sandbox unavailable: commands run unconfined", zap.String("level", string(level)), zap.Error(why))
+	}
 }
 
 // newLogger logs to stderr, or to a file when one is named; never stdout.

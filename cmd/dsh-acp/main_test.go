@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
 	"github.com/dsh-acp/dsh-acp/internal/eventually"
 )
@@ -108,6 +109,36 @@ func TestConfigFlagsAndEnvironment(t *testing.T) {
 	}
 }
 
+func TestConfigExecutor(t *testing.T) {
+	env := map[string]string{"DSH_STATE_DIR": "/var/tmp/s"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	var usage bytes.Buffer
+	if c, err := parseConfig("dsh-acp", nil, lookup, &usage); err != nil || c.Executor != "local" || c.SSHTarget != nil {
+		t.Errorf("default: %+v %v", c, err)
+	}
+	c, err := parseConfig("dsh-acp", []string{"--executor", "ssh://me@build1:2222/srv/p", "--ssh-identity", "/k"}, lookup, &usage)
+	if err != nil || c.SSHTarget == nil || c.SSHTarget.Host != "build1" || c.SSHTarget.Dir != "/srv/p" || c.SSHIdentity != "/k" {
+		t.Errorf("ssh: %+v %v", c, err)
+	}
+	env["DSH_EXECUTOR"] = "ssh://build2"
+	if c, err := parseConfig("dsh-acp", nil, lookup, &usage); err != nil || c.SSHTarget == nil || c.SSHTarget.Host != "build2" {
+		t.Errorf("DSH_EXECUTOR: %+v %v", c, err)
+	}
+	delete(env, "DSH_EXECUTOR")
+	for _, bad := range [][]string{{"--executor", "docker"}, {"--executor", "ssh://u:pw@h"}, {"--ssh-identity", "/k"}} {
+		if _, err := parseConfig("dsh-acp", bad, lookup, &usage); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	usage.Reset()
+	parseConfig("dsh-acp", []string{"--help"}, lookup, &usage)
+	for _, want := range []string{"-executor", "ssh://[user@]host[:port][/path]", "-ssh-identity", "-ssh-known-hosts", "DSH_EXECUTOR"} {
+		if !strings.Contains(usage.String(), want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+}
+
 // waitOutput polls until out contains want.
 func waitOutput(t *testing.T, out *acptest.LockedBuffer, want string) {
 	t.Helper()
@@ -133,8 +164,10 @@ func TestChatCtrlCCancelsTheTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	io.WriteString(in, "!sleep 600\n")
-	waitOutput(t, &out, "┌ sleep 600")
+	io.WriteString(in, "!echo started; sleep 600\n")
+	// Running, not just spawned: a sandbox still being set up has no
+	// command for the TERM to reach (executor/sandbox's known limits).
+	waitOutput(t, &out, "│ started")
 	cmd.Process.Signal(syscall.SIGINT)
 	waitOutput(t, &out, "[cancelled]")
 	// The card says why, inside it, and ends with the signal that stopped it.
@@ -175,5 +208,40 @@ func TestConfigResolvedOnce(t *testing.T) {
 	_, err = loadForReplay("20260102T030405.000000Z-0000000000000001", func(k string) (string, bool) { v, ok := yolo[k]; return v, ok })
 	if err == nil || !strings.Contains(err.Error(), "no session") {
 		t.Errorf("replay with DSH_MODE=yolo: %v, want the unknown-session error", err)
+	}
+}
+
+func TestSandboxFlag(t *testing.T) {
+	tests := []struct {
+		args []string
+		env  string
+		want executor.Level
+		bad  bool
+	}{
+		{want: ""},
+		{args: []string{"--sandbox", "auto"}, want: ""},
+		{args: []string{"--sandbox", "read-only"}, want: executor.LevelReadOnly},
+		{args: []string{"--sandbox=Workspace-Network"}, want: executor.LevelWorkspaceNetwork},
+		{env: "off", want: executor.LevelOff},
+		{env: "workspace", args: []string{"--sandbox", "read-only"}, want: executor.LevelReadOnly},
+		{env: "auto", want: ""},
+		{args: []string{"--sandbox", "none"}, bad: true},
+		{env: "strict", bad: true},
+	}
+	for _, tc := range tests {
+		lookup := func(k string) (string, bool) {
+			if k == "DSH_SANDBOX" && tc.env != "" {
+				return tc.env, true
+			}
+			return "", false
+		}
+		var usage bytes.Buffer
+		c, err := parseConfig("dsh-acp", tc.args, lookup, &usage)
+		switch {
+		case tc.bad && (err == nil || !strings.Contains(err.Error(), "--sandbox")):
+			t.Errorf("%v env %q: error %v, want a --sandbox error", tc.args, tc.env, err)
+		case !tc.bad && (err != nil || c.Sandbox != tc.want):
+			t.Errorf("%v env %q: level %q (%v), want %q", tc.args, tc.env, c.Sandbox, err, tc.want)
+		}
 	}
 }

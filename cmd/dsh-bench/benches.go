@@ -58,7 +58,9 @@ func (h *harness) runs(div int) int {
 
 // env is the daemon's environment: a private state directory, no model
 // (not even a key stored by dsh-acp login: its config directory is private
-// too), quiet logs, and extra settings (KEY=value) on top.
+// too), no sandbox (its baselines are unsandboxed: the sandbox's own cost
+// belongs in rows of its own, with DSH_SANDBOX set in extra), quiet logs,
+// and extra settings (KEY=value) on top, which win.
 func (h *harness) env(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -67,7 +69,8 @@ func (h *harness) env(extra ...string) []string {
 		}
 		env = append(env, kv)
 	}
-	env = append(env, "DSH_STATE_DIR="+filepath.Join(h.work, "state"), "XDG_CONFIG_HOME="+filepath.Join(h.work, "config"), "DSH_LOG_LEVEL=error")
+	env = append(env, "DSH_STATE_DIR="+filepath.Join(h.work, "state"), "XDG_CONFIG_HOME="+filepath.Join(h.work, "config"),
+		"DSH_SANDBOX=off", "DSH_LOG_LEVEL=error")
 	return append(env, extra...)
 }
 

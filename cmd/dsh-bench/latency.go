@@ -99,7 +99,7 @@ func (r latencyRun) updatesPerSecond() float64 {
 // arrival in the card's live output.
 func daemonLatency(a *agentProc, sid, self string, tick []string, lines int) (latencyRun, error) {
 	var run latencyRun
-	var partial []byte
+	var partial, shown []byte
 	var perr error
 	_, err := a.prompt(sid, "!"+shellQuote(append([]string{self}, tick...)), func(line []byte) {
 		at := time.Now()
@@ -126,13 +126,16 @@ func daemonLatency(a *agentProc, sid, self string, tick []string, lines int) (la
 			run.updates = append(run.updates, at)
 		}
 		partial = append(partial, n.Params.Update.Meta.Output.Data...)
+		if len(shown) < 300 {
+			shown = append(shown, n.Params.Update.Meta.Output.Data...)
+		}
 		partial = stampLatencies(partial, at, &run.lat)
 	})
 	if err == nil {
 		err = perr
 	}
 	if err == nil && len(run.lat) != lines {
-		err = fmt.Errorf("the card showed %d of the ticker's %d lines", len(run.lat), lines)
+		err = fmt.Errorf("the card showed %d of the ticker's %d lines (output: %.300q)", len(run.lat), lines, shown)
 	}
 	return run, err
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"errors"
-	"os"
 	"sync"
 	"syscall"
 
@@ -22,23 +21,23 @@ import (
 // removed and never advertised; a failure (not the cap) is kept as the
 // spill error the results report.
 //
-// write never fails and never blocks on anything but disk, so the pipes are
-// always drained and a child never gets SIGPIPE from us.
+// write never fails and never blocks on anything but the spill file (the
+// local disk, or a spawner's SpillStore), so the pipes are always drained
+// and a child never gets SIGPIPE from us.
 type capture struct {
 	mu       sync.Mutex
 	out, err *ring // per stream; nil for background tasks
 	all      ring  // both streams interleaved in arrival order
 
-	spills     *spillDir // nil: spilling disabled
+	spills     SpillStore // nil: spilling disabled
 	owner      string
 	base       string // file name base, e.g. "bash-3"
 	spillCap   int64
 	spillAfter int64
 	log        *zap.Logger
 
-	file   *os.File
+	file   SpillFile
 	path   string // absolute; "" until opened
-	rel    string
 	size   int64
 	failed bool   // the spill is incomplete or unavailable, for good
 	errMsg string // why, when a create, write or close failed
@@ -47,7 +46,7 @@ type capture struct {
 type captureOpts struct {
 	size       int  // bytes per ring
 	streams    bool // keep per-stream tails too
-	spills     *spillDir
+	spills     SpillStore
 	owner      string
 	base       string
 	spillCap   int64
@@ -91,13 +90,13 @@ func (c *capture) spill(p []byte) {
 			c.failed = true
 			return
 		}
-		f, abs, rel, err := c.spills.create(c.owner, c.base)
+		f, abs, err := c.spills.Create(c.owner, c.base)
 		if err != nil {
 			c.log.Warn("spill unavailable", zap.String("base", c.base), zap.Error(err))
 			c.failed, c.errMsg = true, errText(err)
 			return
 		}
-		c.file, c.path, c.rel = f, abs, rel
+		c.file, c.path = f, abs
 		a, b := c.all.segments()
 		c.append(a)
 		c.append(b)
@@ -110,28 +109,29 @@ func (c *capture) append(p []byte) {
 		return
 	}
 	if c.size+int64(len(p)) > c.spillCap {
-		c.abandon("spill cap reached")
+		c.abandon("spill cap reached", false)
 		return
 	}
 	if _, err := c.file.Write(p); err != nil {
 		c.log.Warn("spill write failed", zap.String("base", c.base), zap.Error(err))
 		c.errMsg = errText(err)
-		c.abandon(err.Error())
+		c.abandon(err.Error(), false)
 		return
 	}
 	c.size += int64(len(p))
 }
 
-// abandon closes and removes an incomplete spill file. Called with mu held.
-func (c *capture) abandon(reason string) {
+// abandon closes (unless closed) and removes an incomplete spill file.
+// Called with mu held.
+func (c *capture) abandon(reason string, closed bool) {
 	c.log.Debug("spill abandoned", zap.String("base", c.base), zap.String("reason", reason))
-	if c.file != nil {
+	if !closed {
 		c.file.Close()
 	}
-	if err := c.spills.remove(c.rel); err != nil {
+	if err := c.file.Remove(); err != nil {
 		c.log.Warn("spill remove", zap.String("base", c.base), zap.Error(err))
 	}
-	c.file, c.path, c.rel, c.failed = nil, "", "", true
+	c.file, c.path, c.failed = nil, "", true
 }
 
 // finish closes the spill file (kept when complete). Called once the pipes
@@ -144,9 +144,8 @@ func (c *capture) finish() {
 	}
 	if err := c.file.Close(); err != nil {
 		c.log.Warn("spill close failed", zap.String("base", c.base), zap.Error(err))
-		c.file = nil // already closed: abandon must not close again
 		c.errMsg = errText(err)
-		c.abandon(err.Error())
+		c.abandon(err.Error(), true)
 		return
 	}
 	c.file = nil

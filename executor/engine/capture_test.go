@@ -360,7 +360,7 @@ func TestCaptureSpillWriteFailureIsReported(t *testing.T) {
 		t.Skipf("no /dev/full: %v", err)
 	}
 	c.file.Close()
-	c.file = full
+	c.file = devFull{File: full, path: path}
 	c.write(executor.Stdout, []byte("more"))
 	c.finish()
 	var res executor.Result
@@ -377,3 +377,12 @@ func TestCaptureSpillWriteFailureIsReported(t *testing.T) {
 		t.Errorf("read: spill path %q, error %q", rr.SpillPath, rr.SpillError)
 	}
 }
+
+// devFull is a spill file that writes to /dev/full (every write fails with
+// ENOSPC); Remove removes the real spill file it stands for.
+type devFull struct {
+	*os.File
+	path string
+}
+
+func (d devFull) Remove() error { return os.Remove(d.path) }

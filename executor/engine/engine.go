@@ -22,7 +22,8 @@ type Engine struct {
 	spawner Spawner
 	env     []string // base environment + non-interactive settings
 	spills  *spillDir
-	redact  *redactor // nil: no secrets to redact
+	redact  *redactor  // nil: no secrets to redact
+	store   SpillStore // where captures spill: spills, or the spawner's
 	log     *zap.Logger
 
 	mu        sync.Mutex
@@ -80,12 +81,17 @@ func New(sp Spawner, cfg Config) (*Engine, error) {
 	if n := spills.sweep(time.Now().Add(-cfg.SpillMaxAge)); n > 0 {
 		cfg.Logger.Info("swept old spill files", zap.Int("removed", n))
 	}
+	var store SpillStore = spills
+	if s, ok := sp.(Spiller); ok {
+		store = s.Spills()
+	}
 	return &Engine{
 		cfg:     cfg,
 		spawner: sp,
 		env:     mergeEnv(cfg.BaseEnv, nonInteractiveEnv),
 		spills:  spills,
 		redact:  newRedactor(cfg.Redact),
+		store:   store,
 		log:     cfg.Logger,
 		procs:   make(map[*proc]struct{}),
 		tasks:   make(map[string]*task),
@@ -222,7 +228,9 @@ func (e *Engine) baseDir(sessionCwd string) (string, error) {
 // Before Run returns, every process of the command's group has been sent
 // SIGKILL and the last chunk has been delivered to observe. While output
 // streams, observe gets at most one batch of chunks per 10 ms; bytes dropped
-// at the very end are reported in a final chunk without Data.
+// at the very end are reported in a final chunk without Data. A process
+// that ends with Exit.Err (a remote connection lost under it) makes Run
+// return that error, with the Result captured so far.
 func (e *Engine) Run(ctx context.Context, spec executor.Spec, observe func(executor.Chunk)) (executor.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return executor.Result{}, fmt.Errorf("run: %w", err)
@@ -281,6 +289,11 @@ func (e *Engine) Run(ctx context.Context, spec executor.Spec, observe func(execu
 	c.result(&res)
 	e.log.Debug("run finished", zap.String("process", p.p.ID()), zap.Int("exit", res.ExitCode), zap.String("signal", res.Signal),
 		zap.Bool("timed_out", res.TimedOut), zap.Duration("duration", res.Duration), zap.Int64("dropped", res.Dropped))
+	if p.exit.Err != nil {
+		// The command's fate is unknown: an infrastructure error, with the
+		// output captured so far.
+		return res, p.exit.Err
+	}
 	return res, nil
 }
 
@@ -317,10 +330,14 @@ func (e *Engine) Start(spec executor.Spec) (string, error) {
 }
 
 func (e *Engine) finishTask(t *task) {
+	if err := t.proc.exit.Err; err != nil {
+		// The reader of a task's output learns why it ended.
+		t.output.write(executor.Stderr, []byte("dsh-acp: "+err.Error()+"\n"))
+	}
 	t.output.finish()
 	t.mu.Lock()
 	t.status = executor.Completed
-	if t.proc.stopped.Load() {
+	if t.proc.stopped.Load() || t.proc.exit.Err != nil {
 		t.status = executor.Killed
 	}
 	t.exitCode, t.signal, t.limitHit = t.proc.exit.Code, t.proc.exit.Signal, t.proc.exit.LimitHit
@@ -558,7 +575,7 @@ func (e *Engine) untrack(p *proc) {
 
 func (e *Engine) newCapture(owner, base string, streams bool) *capture {
 	return newCapture(captureOpts{
-		size: e.cfg.CaptureBytes, streams: streams, spills: e.spills,
+		size: e.cfg.CaptureBytes, streams: streams, spills: e.store,
 		owner: owner, base: base, spillCap: e.cfg.SpillCap, spillAfter: e.cfg.SpillAfter, log: e.log,
 	})
 }

@@ -19,7 +19,8 @@ import (
 )
 
 // execSpawner is the smallest real Spawner: `bash -c` in a session of its
-// own, exit observed with waitid(WNOWAIT). The engine's own tests use it so
+// own, exit observed without reaping (waitNoReap: waitid(WNOWAIT) on Linux,
+// a kqueue on darwin). The engine's own tests use it so
 // they run real processes without importing an executor.
 type execSpawner struct{}
 
@@ -59,18 +60,9 @@ func (p *execProcess) Stdout() io.ReadCloser { return p.out }
 func (p *execProcess) Stderr() io.ReadCloser { return p.err }
 func (p *execProcess) ID() string            { return fmt.Sprint("pid ", p.cmd.Process.Pid) }
 
-func (p *execProcess) Wait() {
-	var info unix.Siginfo
-	for unix.Waitid(unix.P_PID, p.cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
-	}
-}
+func (p *execProcess) Wait() { waitNoReap(p.cmd.Process.Pid) }
 
-func (p *execProcess) Signal(sig syscall.Signal) error {
-	if err := unix.Kill(-p.cmd.Process.Pid, sig); err != nil && err != unix.ESRCH {
-		return err
-	}
-	return nil
-}
+func (p *execProcess) Signal(sig syscall.Signal) error { return signalGroup(p.cmd.Process.Pid, sig) }
 
 func (p *execProcess) Release() Exit {
 	_ = p.cmd.Wait()

@@ -66,6 +66,12 @@ type Exit struct {
 	Signal string
 	// LimitHit names a process limit the command ran into ("pids"), or "".
 	LimitHit string
+	// Err, when set, says the command's fate is unknown because the
+	// infrastructure failed under it (the connection to a remote host was
+	// lost): Run returns it as an error, and a background task ends Killed
+	// with a last line of output, "dsh-acp: " and the error.
+	// Code and Signal are then meaningless.
+	Err error
 }
 
 // Leveler is implemented by spawners that confine commands. A spawner
@@ -78,6 +84,34 @@ type Leveler interface {
 	// Unavailable says why confined levels cannot be built (wrapping
 	// executor.ErrSandbox), or nil.
 	Unavailable() error
+}
+
+// Spiller is implemented by spawners whose commands do not see this
+// machine's disk (a remote host): the engine then creates spill files
+// through Spills instead of under <StateDir>/spill, so the path it gives the
+// model names a file the model's next command can read.
+type Spiller interface {
+	Spills() SpillStore
+}
+
+// SpillStore creates spill files. It is safe for concurrent use.
+type SpillStore interface {
+	// Create makes a new, empty file for owner's output, named after base
+	// ("bash-3", "run-7"), that only the daemon's user can read, in a 0700
+	// directory of the owner's, and returns it with its absolute path as
+	// commands see it. No file is left behind when it fails.
+	Create(owner, base string) (SpillFile, string, error)
+}
+
+// SpillFile is an open spill file. The engine calls Write with its capture
+// lock held, so a Write must not block for long; a failed Write makes the
+// file incomplete (the engine then removes it). Close reports whether
+// everything written is in the file; Remove deletes it, after Close or
+// instead of it.
+type SpillFile interface {
+	io.Writer
+	Close() error
+	Remove() error
 }
 
 // Closer is implemented by spawners holding resources (a spawn thread, a

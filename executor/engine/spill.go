@@ -156,6 +156,24 @@ func (s *spillDir) ownerDir(owner string) (string, error) {
 	return filepath.Join(s.path, dir), nil
 }
 
+// Create implements SpillStore for the local directory.
+func (s *spillDir) Create(owner, base string) (SpillFile, string, error) {
+	f, abs, rel, err := s.create(owner, base)
+	if err != nil {
+		return nil, "", err
+	}
+	return &localSpill{File: f, dir: s, rel: rel}, abs, nil
+}
+
+// localSpill is a spill file under <StateDir>/spill.
+type localSpill struct {
+	*os.File
+	dir *spillDir
+	rel string
+}
+
+func (f *localSpill) Remove() error { return f.dir.remove(f.rel) }
+
 // remove deletes a spill file given its root-relative path.
 func (s *spillDir) remove(rel string) error { return s.root.Remove(rel) }
 

@@ -80,3 +80,8 @@ func copyExecutable(from, to string) error {
 	}
 	return dst.Close()
 }
+
+// Rerun reports whether this test process is a copy the suite started as
+// an unprivileged user to run one subtest: a test that checks totals over
+// the whole suite should not check them there.
+func Rerun() bool { return os.Getenv(unprivilegedEnv) == "1" }

@@ -11,9 +11,22 @@
 // than 64 KiB is fed on fd 3 and sourced (`bash -c '. /dev/fd/3' bash`), so
 // commands of any length run with `bash -c`'s $0 and exit semantics.
 //
-// The leader's exit is observed with waitid(WNOWAIT) (Linux; the per-OS code
-// lives in _linux.go files), so the leader stays an unreaped zombie and its
-// pid, the group id, cannot be recycled before the engine's last signal.
+// The leader's exit is observed without reaping it, so the leader stays an
+// unreaped zombie and its pid, the group id, cannot be recycled before the
+// engine's last signal. The per-OS code lives in _linux.go and _darwin.go
+// files:
+//
+//   - Linux: waitid(P_PID, WEXITED|WNOWAIT).
+//   - darwin: a kqueue EVFILT_PROC/NOTE_EXIT (awaitExit over kqueueExits).
+//     kqueue refuses (ESRCH) to watch a process that has already exited;
+//     the pid is then confirmed, from sysctl kern.proc.pid, to be our
+//     child and a zombie (or exiting) before the exit counts as seen —
+//     otherwise Signal is disabled for it. XNU's killpg answers EPERM for a
+//     group of zombies; after the leader's exit that is taken as "gone".
+//
+// awaitExit and the signal-error rule are shared, untagged code, tested on
+// Linux with a scripted source and with a pidfd source that has kqueue's
+// semantics (the conformance suite runs on it).
 //
 // Every process is started from one dedicated, locked OS thread that lives
 // as long as the Spawner: a parent-death signal is tied to the forking
@@ -21,7 +34,7 @@
 //
 // # Process limits
 //
-// Where the daemon can make a pids cgroup, every command (a sandboxed one
+// On Linux, where the daemon can make a pids cgroup, every command (a sandboxed one
 // too) is born in one of its own, below one cgroup for all of the daemon's
 // commands: Limits.Pids per command (1024), Limits.TotalPids for all of them
 // (4096, at most half of pid_max), so the daemon keeps a reserve. Below a
@@ -38,6 +51,8 @@
 // fork, off the spawn's path. A command that hit its limit ends with
 // Exit.LimitHit "pids" (its forks failed with EAGAIN; it was not killed).
 // Spawner.LimitsUnavailable says why no limit applies when none can be set.
+// darwin has no cgroups and no limit; RLIMIT_NPROC is not used because it
+// counts all of the user's processes, not one command's.
 //
 // Spawner.Prepare and Spawner.Start are the two halves of Spawn, exported so
 // a wrapping spawner can put a program in front of bash (see
@@ -45,9 +60,10 @@
 //
 // # What the daemon must do
 //
-// Call MakeNonDumpable (so a command cannot read /proc/$PPID/environ) and
-// ResetSignalDispositions (so commands do not inherit an ignored SIGHUP or
-// SIGINT) once at start, and Shutdown on exit.
+// Call MakeNonDumpable (on Linux, so a command cannot read
+// /proc/$PPID/environ; on darwin it returns an error saying that nothing
+// can) and ResetSignalDispositions (so commands do not inherit an ignored
+// SIGHUP or SIGINT) once at start, and Shutdown on exit.
 //
 // # Known limits
 //
@@ -64,4 +80,10 @@
 // daemon's reserve. On cgroup v2 the daemon's own cgroup must have the pids
 // controller enabled for its children (cgroup.subtree_control; e.g. a
 // systemd unit with Delegate=pids); the daemon does not enable it itself.
+//
+// On darwin: no process limit at all; a command can read the daemon's
+// start-up environment (sysctl KERN_PROCARGS2, `ps -E`), the API key
+// included if it came from the environment; the kqueue and sysctl code is
+// vetted and built in CI but has not run on a Mac there (its logic runs on
+// Linux, see above).
 package local

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/dsh-acp/dsh-acp/executor/engine"
 )
@@ -16,10 +17,10 @@ import (
 // Process is a started Launch: the leader of its own session and process
 // group. It implements engine.Process.
 //
-// Its exit is observed without reaping it (Wait, waitid(WNOWAIT) on Linux),
-// so while it is an unreaped zombie its pid, which is the group id, cannot
-// be recycled, and Signal stays safe. Release reaps it; no signal is sent
-// after that.
+// Its exit is observed without reaping it (Wait: waitid(WNOWAIT) on Linux,
+// a kqueue EVFILT_PROC/NOTE_EXIT on darwin), so while it is an unreaped
+// zombie its pid, which is the group id, cannot be recycled, and Signal
+// stays safe. Release reaps it; no signal is sent after that.
 type Process struct {
 	cmd      *exec.Cmd
 	pid      int
@@ -28,15 +29,20 @@ type Process struct {
 	keep     []io.Closer
 	cg       *commandCgroup // nil: no limit
 	log      *zap.Logger
+	wait     func(pid int) error // waitExit, or a test's
 
 	mu     sync.Mutex
+	exited bool // Wait saw the leader's exit
 	reaped bool // or unknown: never signal
 }
 
 var _ engine.Process = (*Process)(nil)
 
-func newProcess(cmd *exec.Cmd, out, err *os.File, feeds []feed, keep []io.Closer, log *zap.Logger) *Process {
-	return &Process{cmd: cmd, pid: cmd.Process.Pid, out: out, err: err, feeds: feeds, keep: keep, log: log}
+func newProcess(cmd *exec.Cmd, out, err *os.File, feeds []feed, keep []io.Closer, log *zap.Logger, wait func(int) error) *Process {
+	if wait == nil {
+		wait = waitExit
+	}
+	return &Process{cmd: cmd, pid: cmd.Process.Pid, out: out, err: err, feeds: feeds, keep: keep, log: log, wait: wait}
 }
 
 // Pid is the leader's process id (and the group id).
@@ -55,12 +61,15 @@ func (p *Process) Stderr() io.ReadCloser { return p.err }
 // leaves it unreaped. If the exit cannot be observed, Signal is disabled
 // (the pid may no longer be ours).
 func (p *Process) Wait() {
-	if err := waitExit(p.pid); err != nil {
-		p.log.Error("waitid", zap.Int("pid", p.pid), zap.Error(err))
-		p.mu.Lock()
+	err := p.wait(p.pid)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		p.log.Error("cannot observe the exit", zap.Int("pid", p.pid), zap.Error(err))
 		p.reaped = true
-		p.mu.Unlock()
+		return
 	}
+	p.exited = true
 }
 
 // Signal implements engine.Process: sig goes to the whole group, but only
@@ -71,7 +80,7 @@ func (p *Process) Signal(sig syscall.Signal) error {
 	if p.reaped {
 		return nil
 	}
-	return signalGroup(p.pid, sig)
+	return signalGroup(p.pid, sig, p.exited)
 }
 
 // Release implements engine.Process: it closes the feeder pipes (unblocking
@@ -102,4 +111,12 @@ func (p *Process) Release() engine.Exit {
 	e := exitOf(st)
 	e.LimitHit = limit
 	return e
+}
+
+// exitOf reads a reaped process's end.
+func exitOf(st *os.ProcessState) engine.Exit {
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return engine.Exit{Code: -1, Signal: unix.SignalName(ws.Signal())}
+	}
+	return engine.Exit{Code: st.ExitCode()}
 }

@@ -48,6 +48,7 @@ type Spawner struct {
 	log       *zap.Logger
 	limits    *limiter // nil: no limit can be set here
 	limitsWhy error
+	waitExit  func(pid int) error // nil: this OS's waitExit (tests replace it)
 
 	reqs      chan func()
 	closeOnce sync.Once
@@ -276,7 +277,7 @@ func (s *Spawner) Start(l *Launch) (_ *Process, err error) {
 		}
 		return nil, startError(l, err)
 	}
-	p := newProcess(cmd, outR, errR, l.feeds, l.Keep, s.log)
+	p := newProcess(cmd, outR, errR, l.feeds, l.Keep, s.log, s.waitExit)
 	p.cg = cg
 	for _, f := range p.feeds {
 		go func() {

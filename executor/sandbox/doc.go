@@ -71,6 +71,10 @@
 //     protected paths aside).
 //   - Where the daemon may not create a user namespace (some AppArmor
 //     policies), the probe fails and only LevelOff is offered.
+//   - On darwin there is no bubblewrap: only LevelOff is offered, with the
+//     reason "no bubblewrap on macOS; the Seatbelt design in
+//     docs/security.md is not built" (sandbox_darwin.go); the bubblewrap
+//     code is in _linux.go files.
 //   - A sandboxed command's end is reported only once everything in its pid
 //     namespace has been reaped, a few scheduling hops after bwrap alone
 //     would exit: 1.08–1.19× a direct bwrap on a quiet machine, 2–3.5×

@@ -1,19 +1,13 @@
 package sandbox
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/executor/engine"
@@ -175,10 +169,7 @@ func NewSpawner(cfg Config) (*Spawner, error) {
 	if s.scratch == nil && home != "" {
 		s.scratch = DefaultScratch(home)
 	}
-	s.bwrap, s.why = findBwrap(cfg.Bwrap)
-	if s.why == nil {
-		s.why = s.probe()
-	}
+	s.why = s.detect(cfg.Bwrap)
 	if s.level == "" {
 		s.level = executor.LevelWorkspace
 		if s.why != nil {
@@ -189,65 +180,6 @@ func NewSpawner(cfg Config) (*Spawner, error) {
 		log.Info("commands cannot be sandboxed", zap.Error(s.why))
 	}
 	return s, nil
-}
-
-// findBwrap resolves the bubblewrap binary.
-func findBwrap(name string) (string, error) {
-	if name == "" {
-		name = "bwrap"
-	}
-	path, err := exec.LookPath(name)
-	if err != nil {
-		return "", fmt.Errorf("%w: bubblewrap (%s) not found: %w", executor.ErrSandbox, name, err)
-	}
-	return path, nil
-}
-
-// probeTimeout bounds the probe; a healthy bwrap answers in milliseconds.
-const probeTimeout = 10 * time.Second
-
-// probe starts `true` in a read-only sandbox the way Spawn does.
-func (s *Spawner) probe() error {
-	dir, err := os.MkdirTemp("", "dsh-sandbox-probe-")
-	if err != nil {
-		return fmt.Errorf("%w: probe: %w", executor.ErrSandbox, err)
-	}
-	defer os.Remove(dir)
-	cmd := engine.Command{Spec: executor.Spec{Command: "true", Workdir: dir, Workspace: dir, Level: executor.LevelReadOnly}, Env: os.Environ()}
-	p, err := s.spawn(cmd, "")
-	if err != nil {
-		return fmt.Errorf("%w: bubblewrap cannot start here: %w", executor.ErrSandbox, err)
-	}
-	var stderr bytes.Buffer
-	done := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(io.Discard, p.Stdout())
-	}()
-	go func() {
-		_, _ = io.Copy(&stderr, io.LimitReader(p.Stderr(), 4096))
-		close(done)
-	}()
-	waited := make(chan struct{})
-	go func() { p.Wait(); close(waited) }()
-	select {
-	case <-waited:
-	case <-time.After(probeTimeout):
-		_ = p.Signal(syscall.SIGKILL)
-		<-waited
-	}
-	_ = p.Signal(syscall.SIGKILL)
-	p.Stdout().Close()
-	p.Stderr().Close()
-	<-done
-	exit := p.Release()
-	if exit.Code != 0 || exit.Signal != "" {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = fmt.Sprintf("exit %d %s", exit.Code, exit.Signal)
-		}
-		return fmt.Errorf("%w: bubblewrap cannot start here: %s", executor.ErrSandbox, msg)
-	}
-	return nil
 }
 
 // Levels implements engine.Leveler.
@@ -286,58 +218,6 @@ func (s *Spawner) Spawn(cmd engine.Command) (engine.Process, error) {
 		return nil, s.why
 	}
 	return s.spawn(cmd, cmd.SpillDir)
-}
-
-// spawn starts cmd inside bubblewrap.
-func (s *Spawner) spawn(cmd engine.Command, spillDir string) (*process, error) {
-	if s.setHome {
-		cmd.Env = setEnv(cmd.Env, "HOME", s.home)
-	}
-	cmd.Env = setEnv(cmd.Env, "TMPDIR", "/tmp")
-	l, err := s.plain.Prepare(cmd)
-	if err != nil {
-		return nil, err
-	}
-	infoR, infoW, err := os.Pipe()
-	if err != nil {
-		l.Discard()
-		return nil, fmt.Errorf("pipe: %w", err)
-	}
-	// bwrap writes to the info pipe after arming --die-with-parent and
-	// before letting the sandbox run: were the daemon already dead, the
-	// write would fail (nobody holds the read end) and bwrap would die
-	// first. So the read end stays open until the process is released.
-	l.Files = append(l.Files, infoW)
-	l.Keep = append(l.Keep, infoR)
-	p, err := s.plan(cmd.Spec, spillDir, len(l.Files)+2, append([]string{"bash"}, l.Args[1:]...))
-	if err != nil {
-		l.Discard()
-		return nil, err
-	}
-	l.Path, l.Args = s.bwrap, append([]string{"bwrap"}, args(p)...)
-	// bwrap's own cwd does not matter; the command's is --chdir.
-	l.Dir = "/"
-	l.SysProcAttr = s.sysProcAttr()
-	lp, err := s.plain.Start(l)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", executor.ErrSandbox, err)
-	}
-	return &process{Process: lp}, nil
-}
-
-// sysProcAttr makes bwrap pid 1 of a pid namespace of its own: signals the
-// daemon sends to the group then reach the command and not bwrap (a pid 1
-// ignores them without a handler, SIGKILL aside), and when bwrap dies the
-// kernel kills every process below it. A non-root daemon needs a user
-// namespace for that (the identity mapping of its uid and gid).
-func (s *Spawner) sysProcAttr() *syscall.SysProcAttr {
-	attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
-	if !s.root {
-		attr.Cloneflags |= syscall.CLONE_NEWUSER
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
-		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
-	}
-	return attr
 }
 
 // plan resolves the paths of one sandbox.
@@ -419,21 +299,4 @@ func setEnv(env []string, name, value string) []string {
 		}
 	}
 	return append(out, name+"="+value)
-}
-
-// process is a sandboxed command. bwrap reports a command's death by
-// signal n as exit status 128+n (it cannot die of the same signal); Release
-// turns that back into the signal's name.
-type process struct {
-	*local.Process
-}
-
-func (p *process) Release() engine.Exit {
-	e := p.Process.Release()
-	if e.Signal == "" && e.Code > 128 && e.Code <= 128+64 {
-		if name := unix.SignalName(syscall.Signal(e.Code - 128)); name != "" {
-			e.Code, e.Signal = -1, name
-		}
-	}
-	return e
 }

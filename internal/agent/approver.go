@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 
+	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
@@ -52,6 +53,9 @@ type Approval struct {
 	// Decision, when its Verdict is set, is recorded as the call's
 	// event.Decision (the loop fills in the call id and Reason).
 	Decision event.Decision
+	// Level, with Verdict Allow, is the sandbox level the call's commands
+	// run at (tools.Call.Level); empty means the session's level.
+	Level executor.Level
 	// Ask, with Verdict Ask, puts the question to the user and blocks until
 	// the answer (or ctx's end); it returns an Approval whose Verdict is
 	// not Ask. The loop calls it once, after the call's card opened.

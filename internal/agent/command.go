@@ -10,7 +10,8 @@ import (
 // Command runs a slash command the user typed (text, as typed) as a turn of
 // its own, never sent to the model: it emits Command, then Info with run's
 // answer (when not empty), then TurnEnd. run runs while the session holds
-// its turn, so no model turn interleaves with it; it must not call the
+// its turn, so no model turn interleaves with it (messages queued with
+// QueueInfo are told right after the Command); it must not call the
 // session's turn methods. If ctx ends while another turn still runs,
 // Command returns Cancelled without emitting anything.
 func (s *Session) Command(ctx context.Context, text string, run func(ctx context.Context) string) event.StopReason {
@@ -19,6 +20,7 @@ func (s *Session) Command(ctx context.Context, text string, run func(ctx context
 	}
 	defer s.release()
 	s.record(event.Command{Text: text})
+	s.tellInfos()
 	if reply := run(ctx); reply != "" {
 		s.record(event.Info{Text: reply})
 	}
@@ -38,6 +40,7 @@ func (s *Session) Compact(ctx context.Context, text string) event.StopReason {
 	}
 	defer s.release()
 	s.record(event.Command{Text: text})
+	s.tellInfos()
 	s.refreshSystem()
 	model := s.Model()
 	req := s.request(model)

@@ -20,7 +20,8 @@ const directDescription = "Command typed by the user"
 
 // RunDirect runs a command the user typed (a `!` command) with the bash tool
 // as one turn: no model and no Approver are involved, and it works with no
-// model configured. It emits UserPrompt{"!"+command}, ToolCall{Direct: true}
+// model configured. It emits UserPrompt{"!"+command}, an Info for each
+// message queued with QueueInfo, ToolCall{Direct: true}
 // (id "user-" and 12 hex digits), the tool's ToolOutput, ToolResult and
 // TurnEnd. The command and its result enter the history as a user message,
 // so the model sees them on the next prompt. It returns Cancelled when ctx
@@ -40,10 +41,11 @@ func (s *Session) RunDirect(ctx context.Context, command string) (event.StopReas
 	}
 	call := event.ToolCall{ID: directID(), Name: DirectTool, Args: args, Direct: true}
 	s.record(event.UserPrompt{Text: "!" + command})
+	s.tellInfos()
 	s.record(call)
 	res, stop := errorResult("the bash tool is not available in this session"), event.EndTurn
 	if tool, ok := s.box.Lookup(DirectTool); ok {
-		res = s.runTool(ctx, tool, call)
+		res = s.runTool(ctx, tool, call, "")
 		if ctx.Err() != nil {
 			res, stop = cancelledResult(res), event.Cancelled
 		}

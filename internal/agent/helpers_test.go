@@ -183,8 +183,8 @@ func (b box) Lookup(name string) (tools.Tool, bool) {
 	}
 	return nil, false
 }
-func (b box) All() []tools.Tool     { return b }
-func (b box) PromptSection() string { return "TOOLS: check every [exit code: N]." }
+func (b box) All() []tools.Tool                  { return b }
+func (b box) PromptSection(tools.Session) string { return "TOOLS: check every [exit code: N]." }
 func defaultBox(extra ...tools.Tool) box {
 	return append(box{echo(), streamer(), fakeBash()}, extra...)
 }

@@ -128,7 +128,7 @@ func readCapped(path string, limit int) (string, int, error) {
 func (s *Session) refreshSystem() (event.Instructions, bool) {
 	pi := readInstructions(s.cwd, s.cfg.InstructionsLimit, s.log)
 	s.system = s.base
-	if sec := s.box.PromptSection(); sec != "" {
+	if sec := s.box.PromptSection(s.toolSession()); sec != "" {
 		s.system += "\n\n" + sec
 	}
 	if pi.section != "" {

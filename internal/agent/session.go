@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/llm"
 	"github.com/dsh-acp/dsh-acp/replay"
@@ -30,8 +31,9 @@ type Toolbox interface {
 	Lookup(name string) (tools.Tool, bool)
 	// All lists the tools, in the order the model should see them.
 	All() []tools.Tool
-	// PromptSection is the tools' part of the system prompt ("" for none).
-	PromptSection() string
+	// PromptSection is the tools' part of the system prompt of session s
+	// ("" for none); it depends on nothing but s.
+	PromptSection(s tools.Session) string
 }
 
 // DefaultMaxTurnRequests bounds a turn's model requests when
@@ -88,9 +90,11 @@ type Session struct {
 
 	modelMu   sync.Mutex
 	modelName string
+	level     executor.Level // the sandbox level; guarded by modelMu
 
 	noticeMu sync.Mutex
 	notices  []string
+	infos    []string // told to the user in the next turn
 }
 
 //go:embed system.md
@@ -140,7 +144,7 @@ func NewSession(id, cwd string, model ModelClient, box Toolbox, sink event.Sink,
 	s.hist = newHistory(s.acct)
 	s.base = renderBase(cfg.SystemPrompt, cwd)
 	s.system = s.base
-	if sec := box.PromptSection(); sec != "" {
+	if sec := box.PromptSection(s.toolSession()); sec != "" {
 		s.system += "\n\n" + sec
 	}
 	return s
@@ -172,6 +176,44 @@ func (s *Session) QueueNotice(text string) {
 	s.noticeMu.Lock()
 	defer s.noticeMu.Unlock()
 	s.notices = append(s.notices, text)
+}
+
+// QueueInfo queues a message for the user (an Info event, never sent to
+// the model), told in the next turn right after its prompt or command.
+// Safe from any goroutine; it does not start a turn.
+func (s *Session) QueueInfo(text string) {
+	s.noticeMu.Lock()
+	defer s.noticeMu.Unlock()
+	s.infos = append(s.infos, text)
+}
+
+// tellInfos records the queued messages for the user. The turn token must
+// be held.
+func (s *Session) tellInfos() {
+	s.noticeMu.Lock()
+	infos := s.infos
+	s.infos = nil
+	s.noticeMu.Unlock()
+	for _, text := range infos {
+		s.record(event.Info{Text: text})
+	}
+}
+
+// SetSandbox sets the sandbox level the session's commands run at (empty:
+// the executor's default). A call the permission step gives a level of its
+// own (Approval.Level) runs at that one. The system prompt states the level
+// from the next turn on.
+func (s *Session) SetSandbox(l executor.Level) {
+	s.modelMu.Lock()
+	defer s.modelMu.Unlock()
+	s.level = l
+}
+
+// Sandbox is the session's sandbox level ("" until SetSandbox).
+func (s *Session) Sandbox() executor.Level {
+	s.modelMu.Lock()
+	defer s.modelMu.Unlock()
+	return s.level
 }
 
 func (s *Session) takeNotices() []string {
@@ -279,11 +321,13 @@ func (s *Session) toolDefs() []llm.ToolDef {
 	return defs
 }
 
-func (s *Session) toolSession() tools.Session { return tools.Session{ID: s.id, Cwd: s.cwd} }
+func (s *Session) toolSession() tools.Session {
+	return tools.Session{ID: s.id, Cwd: s.cwd, Level: s.Sandbox()}
+}
 
 // emptyBox is the toolbox of a session given none.
 type emptyBox struct{}
 
-func (emptyBox) Lookup(string) (tools.Tool, bool) { return nil, false }
-func (emptyBox) All() []tools.Tool                { return nil }
-func (emptyBox) PromptSection() string            { return "" }
+func (emptyBox) Lookup(string) (tools.Tool, bool)   { return nil, false }
+func (emptyBox) All() []tools.Tool                  { return nil }
+func (emptyBox) PromptSection(tools.Session) string { return "" }

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/llm"
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -19,7 +20,8 @@ import (
 // RenderPrompt): model requests and tool calls until the model answers
 // without tool calls, the turn limit is reached, the provider stops it, or
 // ctx is cancelled. It emits UserPrompt first and TurnEnd last; right after
-// the UserPrompt, an Instructions event when the project's AGENTS.md files
+// the UserPrompt, an Info for each message queued with QueueInfo, and an
+// Instructions event when the project's AGENTS.md files
 // (read again at the start of every turn) differ from those last shown.
 // Each model response is followed by a Usage event; a compaction, when one
 // is due, is a Compaction event before the request it made room for.
@@ -51,6 +53,7 @@ func (s *Session) prompt(ctx context.Context, text string, unsent []string) (eve
 	if len(unsent) > 0 {
 		s.record(event.Info{Text: unsentNote(unsent)})
 	}
+	s.tellInfos()
 	if info, changed := s.refreshSystem(); changed {
 		s.record(info)
 	}
@@ -280,7 +283,7 @@ func (s *Session) runCall(ctx context.Context, call event.ToolCall) (res event.R
 		}
 		return event.Result{Text: reason, IsError: true, Declined: shown}, false
 	}
-	res = s.runTool(ctx, tool, call)
+	res = s.runTool(ctx, tool, call, a.Level)
 	if ctx.Err() != nil {
 		return cancelledResult(res), true
 	}
@@ -315,9 +318,10 @@ func (s *Session) approve(ctx context.Context, call event.ToolCall) Approval {
 	return a
 }
 
-// runTool runs a tool, streaming its output as ToolOutput events. A panic in
-// the tool becomes an error result rather than the daemon's end.
-func (s *Session) runTool(ctx context.Context, tool tools.Tool, call event.ToolCall) (res event.Result) {
+// runTool runs a tool at the sandbox level the permission step chose
+// (empty: the session's), streaming its output as ToolOutput events. A
+// panic in the tool becomes an error result rather than the daemon's end.
+func (s *Session) runTool(ctx context.Context, tool tools.Tool, call event.ToolCall, level executor.Level) (res event.Result) {
 	start := time.Now()
 	defer func() {
 		if p := recover(); p != nil {
@@ -332,6 +336,7 @@ func (s *Session) runTool(ctx context.Context, tool tools.Tool, call event.ToolC
 		Args:    call.Args,
 		Session: s.toolSession(),
 		Output:  s.outputSink(call),
+		Level:   level,
 	})
 }
 

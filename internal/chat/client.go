@@ -50,7 +50,8 @@ type Options struct {
 	// which draws its history) instead of a new one.
 	Resume string
 	// Model and Sandbox are shown in the banner ("" leaves them out); a
-	// model or mode option the agent announces wins over Model.
+	// model option the agent announces wins over Model, a `sandbox` option
+	// over Sandbox.
 	Model, Sandbox string
 }
 

@@ -75,21 +75,24 @@ func (c *chat) open(ctx context.Context) error {
 		}
 		c.sid, modes, opts = resp.SessionId, resp.Modes, resp.ConfigOptions
 	}
-	model, mode := c.o.Model, ""
+	model, mode, sandbox := c.o.Model, "", c.o.Sandbox
 	if modes != nil {
 		mode = string(modes.CurrentModeId)
 	}
 	for _, o := range opts {
-		if s := o.Select; s != nil && s.Category != nil {
-			switch *s.Category {
-			case sdk.SessionConfigOptionCategoryMode:
-				mode = string(s.CurrentValue)
-			case sdk.SessionConfigOptionCategoryModel:
-				model = string(s.CurrentValue)
-			}
+		s := o.Select
+		switch {
+		case s == nil:
+		case s.Id == "sandbox":
+			sandbox = string(s.CurrentValue)
+		case s.Category == nil:
+		case *s.Category == sdk.SessionConfigOptionCategoryMode:
+			mode = string(s.CurrentValue)
+		case *s.Category == sdk.SessionConfigOptionCategoryModel:
+			model = string(s.CurrentValue)
 		}
 	}
-	c.r.Banner(fact("model", model), fact("mode", mode), fact("sandbox", c.o.Sandbox), fact("session", string(c.sid)))
+	c.r.Banner(fact("model", model), fact("mode", mode), fact("sandbox", sandbox), fact("session", string(c.sid)))
 	return nil
 }
 

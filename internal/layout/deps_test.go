@@ -36,7 +36,7 @@ var layers = [][]string{
 	{"executor"},
 	{"internal/event", "internal/privdir", "internal/wirejson"},
 	// Test helpers and this package import nothing of the project's.
-	{"internal/acptest", "internal/eventually", "internal/layout", "internal/registry", "internal/mcp/mcptest"},
+	{"internal/acptest", "internal/eventually", "internal/layout", "internal/registry", "internal/mcp/mcptest", "internal/sshdtest"},
 }
 
 func rank() map[string]int {

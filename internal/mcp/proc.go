@@ -133,13 +133,7 @@ func (p *proc) drain(f *os.File, done chan<- struct{}) {
 // watch waits for the leader to exit, kills what is left of its group
 // while the zombie still holds the group id, and reaps it.
 func (p *proc) watch(drained <-chan struct{}) {
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, p.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
+	waitLeaderExit(p.pid)
 	close(p.exited)
 	p.mu.Lock()
 	_ = unix.Kill(-p.pid, unix.SIGKILL) // leftovers of the group

@@ -70,8 +70,8 @@ func (b *Toolbox) Lookup(name string) (tools.Tool, bool) { return b.cur.Load().L
 // All lists the tools in the order the model sees them.
 func (b *Toolbox) All() []tools.Tool { return b.cur.Load().All() }
 
-// PromptSection is the tools' part of the system prompt.
-func (b *Toolbox) PromptSection() string { return b.cur.Load().PromptSection() }
+// PromptSection is the tools' part of the system prompt of session s.
+func (b *Toolbox) PromptSection(s tools.Session) string { return b.cur.Load().PromptSection(s) }
 
 // Needs says what a call needs permission for (see tools.Registry.Needs).
 func (b *Toolbox) Needs(name string, args json.RawMessage) (tools.Need, error) {

@@ -64,8 +64,9 @@ func waitProcs(t *testing.T, marker string, n int) {
 func TestChatOnATerminal(t *testing.T) {
 	bin := acptest.BuildBinary(t)
 	state := t.TempDir()
-	p := startTerm(t, t.TempDir(), bin, chatEnv(t, state, "DSH_LOG_LEVEL=debug"), "chat")
-	p.expect("dsh-acp chat · model deepseek-chat · mode ask · sandbox none · session ")
+	// The sandbox flag is forwarded to the agent, whose option the banner shows.
+	p := startTerm(t, t.TempDir(), bin, chatEnv(t, state, "DSH_LOG_LEVEL=debug"), "chat", "--sandbox=off")
+	p.expect("dsh-acp chat · model deepseek-chat · mode ask · sandbox off · session ")
 	p.expect(" · Ctrl-D quits, Ctrl-C cancels\r\n> ")
 	p.typeIn("abandoned words")
 	p.expect("abandoned words")
@@ -95,8 +96,11 @@ func TestChatCtrlCOnATerminal(t *testing.T) {
 	p := startTerm(t, t.TempDir(), bin, chatEnv(t, t.TempDir()), "chat")
 	p.expect("Ctrl-C cancels\r\n> ")
 	marker := acptest.NewMarker()
-	p.typeIn("!export M=" + marker + "; sleep 600\r")
+	p.typeIn("!export M=" + marker + "; echo started; sleep 600\r")
 	waitProcs(t, marker, 1)
+	// Running, not just spawned: a sandbox still being set up has no
+	// command for the TERM to reach (executor/sandbox's known limits).
+	p.expect("│ started\r\n")
 	p.typeIn("\x03")
 	p.expect("cancelling… (Ctrl-C again within a second exits)")
 	p.expect("│ dsh-acp: cancelled: the user stopped the turn while this call ran\r\n└ ✗ SIGTERM\r\n")

@@ -8,20 +8,6 @@ import (
 	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 )
 
-// toolResultOf is the text the model received for callID.
-func toolResultOf(t *testing.T, model *llmtest.Server, callID string) string {
-	t.Helper()
-	for _, r := range model.Requests() {
-		for _, m := range r.Messages {
-			if m.Role == "tool" && m.ToolCallID == callID {
-				return m.Content
-			}
-		}
-	}
-	t.Fatalf("the model never received a result for %s", callID)
-	return ""
-}
-
 // When the spill file cannot be written (the state directory's disk is
 // full), the model's text says the full output could not be saved, and
 // why, instead of naming a file that is not complete.

@@ -1,0 +1,108 @@
+package acp
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/executorfake"
+	"github.com/dsh-acp/dsh-acp/internal/permission"
+	"github.com/dsh-acp/dsh-acp/tools"
+)
+
+// The level a command the judge allowed runs at: read-only for what runs
+// because it looks read-only (ask mode) and for everything in read-only
+// mode; the session's for an allow rule's match, an always-allowed prefix,
+// auto mode, and whenever the session is unconfined.
+func TestCallLevel(t *testing.T) {
+	ws := tools.Session{Level: executor.LevelWorkspace}
+	tests := []struct {
+		name    string
+		session tools.Session
+		req     permission.Request
+		want    executor.Level
+	}{
+		{"ask, read-only command", ws, permission.Request{Mode: permission.ModeAsk, Command: "cat x"}, executor.LevelReadOnly},
+		{"ask, allowed by rule", ws, permission.Request{Mode: permission.ModeAsk, Command: "touch x", Rules: permission.Rules{Allow: []string{"touch"}}}, ""},
+		{"ask, always-allowed prefix", ws, permission.Request{Mode: permission.ModeAsk, Command: "touch x", SessionAllow: []string{"touch"}}, ""},
+		{"ask, read-only and a rule", ws, permission.Request{Mode: permission.ModeAsk, Command: "cat x && touch y", Rules: permission.Rules{Allow: []string{"touch"}}}, ""},
+		{"read-only mode", ws, permission.Request{Mode: permission.ModeReadOnly, Command: "cat x"}, executor.LevelReadOnly},
+		{"auto mode", ws, permission.Request{Mode: permission.ModeAuto, Command: "cat x"}, ""},
+		{"session off", tools.Session{Level: executor.LevelOff}, permission.Request{Mode: permission.ModeReadOnly, Command: "cat x"}, ""},
+		{"no session level", tools.Session{}, permission.Request{Mode: permission.ModeAsk, Command: "cat x"}, ""},
+		{"session network", tools.Session{Level: executor.LevelWorkspaceNetwork}, permission.Request{Mode: permission.ModeAsk, Command: "ls"}, executor.LevelReadOnly},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if v := permission.Judge(tc.req); v.Decision != permission.Allow {
+				t.Fatalf("the judge does not allow %q: %v", tc.req.Command, v)
+			}
+			if got := callLevel(tc.session, tc.req); got != tc.want {
+				t.Errorf("callLevel = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSandboxes(t *testing.T) {
+	why := fmt.Errorf("%w: bubblewrap (bwrap) not found", executor.ErrSandbox)
+	tests := []struct {
+		name     string
+		offered  []executor.Level
+		def      executor.Level
+		why      error
+		explicit executor.Level
+		start    executor.Level
+		levels   []executor.Level
+	}{
+		{"auto with bubblewrap", nil, executor.LevelWorkspace, nil, "", executor.LevelWorkspace, executor.AllLevels()},
+		{"auto without", []executor.Level{executor.LevelOff}, executor.LevelOff, why, "", executor.LevelOff, []executor.Level{executor.LevelOff}},
+		{"explicit without", []executor.Level{executor.LevelOff}, executor.LevelReadOnly, why, executor.LevelReadOnly, executor.LevelReadOnly, []executor.Level{executor.LevelOff}},
+		{"offered out of order", []executor.Level{executor.LevelOff, executor.LevelReadOnly}, executor.LevelReadOnly, nil, "", executor.LevelReadOnly, []executor.Level{executor.LevelReadOnly, executor.LevelOff}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ex := executorfake.New()
+			ex.LevelsOffered, ex.Default, ex.Why = tc.offered, tc.def, tc.why
+			sb := newSandboxes(ex, tc.explicit)
+			if sb.start != tc.start || sb.explicit != (tc.explicit != "") || !slices.Equal(sb.levels(), tc.levels) || sb.unavailable() != tc.why {
+				t.Errorf("sandboxes %+v levels %v unavailable %v", sb, sb.levels(), sb.unavailable())
+			}
+		})
+	}
+	// An executor that does not confine offers off alone and says so.
+	sb := newSandboxes(notConfining{executorfake.New()}, "")
+	if sb.start != executor.LevelOff || !slices.Equal(sb.levels(), []executor.Level{executor.LevelOff}) || sb.unavailable() == nil {
+		t.Errorf("not confining: %+v %v %v", sb, sb.levels(), sb.unavailable())
+	}
+	if got := unsandboxedText(why); !strings.Contains(got, "without a sandbox") || !strings.Contains(got, ": bubblewrap (bwrap) not found.") || strings.Contains(got, "sandbox unavailable") {
+		t.Errorf("unsandboxed text %q", got)
+	}
+}
+
+// notConfining hides the fake's Confiner methods.
+type notConfining struct{ executor.Executor }
+
+// The option offers the levels the executor can build, and the current
+// one even when it cannot.
+func TestSandboxOption(t *testing.T) {
+	values := func(current executor.Level, offered []executor.Level) []string {
+		o := sandboxOption(current, offered)
+		if o.Select == nil || o.Select.Id != sandboxConfigID || string(o.Select.CurrentValue) != string(current) {
+			t.Fatalf("option %+v", o)
+		}
+		var v []string
+		for _, opt := range *o.Select.Options.Ungrouped {
+			v = append(v, string(opt.Value))
+		}
+		return v
+	}
+	if got := values(executor.LevelWorkspace, executor.AllLevels()); strings.Join(got, ",") != "read-only,workspace,workspace-network,off" {
+		t.Errorf("all levels: %v", got)
+	}
+	if got := values(executor.LevelWorkspace, []executor.Level{executor.LevelOff}); strings.Join(got, ",") != "workspace,off" {
+		t.Errorf("an explicit level that cannot be built: %v", got)
+	}
+}

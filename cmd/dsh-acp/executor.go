@@ -1,0 +1,50 @@
+package main
+
+import (
+	"os"
+
+	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/local"
+	"github.com/dsh-acp/dsh-acp/executor/sandbox"
+	"github.com/dsh-acp/dsh-acp/executor/ssh"
+)
+
+// newExecutor builds the executor --executor names: the local one (inside
+// bubblewrap at the --sandbox level), or the ssh one for an ssh:// address
+// (commands run unconfined on the host: no sandbox levels there yet) (it logs in with --ssh-identity or the
+// daemon's ssh-agent, and connects at the first command).
+func newExecutor(cfg config, secrets []string, log *zap.Logger) (executor.Executor, error) {
+	if cfg.SSHTarget == nil {
+		return sandbox.New(sandbox.Config{Config: local.Config{
+			DefaultTimeout: cfg.Timeout,
+			MaxTimeout:     cfg.MaxTimeout,
+			Grace:          cfg.KillGrace,
+			StateDir:       cfg.StateDir,
+			AllowEnv:       cfg.AllowEnv,
+			SecretValues:   secrets,
+			Logger:         log,
+		}, Level: cfg.Sandbox})
+	}
+	log.Info("commands run over ssh", zap.String("target", cfg.SSHTarget.String()))
+	return ssh.New(ssh.Config{
+		Target:      *cfg.SSHTarget,
+		Identity:    cfg.SSHIdentity,
+		AgentSocket: os.Getenv("SSH_AUTH_SOCK"),
+		KnownHosts:  cfg.SSHKnownHosts,
+		// The same limits and redaction as the local executor's (ssh.New
+		// drops the local base environment: the host's is its own).
+		Engine: local.Config{
+			DefaultTimeout: cfg.Timeout,
+			MaxTimeout:     cfg.MaxTimeout,
+			Grace:          cfg.KillGrace,
+			StateDir:       cfg.StateDir,
+			AllowEnv:       cfg.AllowEnv,
+			SecretValues:   secrets,
+			Logger:         log,
+		}.Engine(),
+		AllowEnv:     cfg.AllowEnv,
+		SecretValues: secrets,
+	})
+}

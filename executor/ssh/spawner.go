@@ -1,0 +1,122 @@
+package ssh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"syscall"
+
+	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/engine"
+)
+
+// Spawner is the engine.Spawner that runs each command on the host, in a
+// session channel of the daemon's one connection. It is safe for concurrent
+// use. It implements engine.Spiller (spill files live on the host) and
+// engine.Closer (Close ends the connection).
+type Spawner struct {
+	d      *dialer
+	spills *spills
+}
+
+var (
+	_ engine.Spawner = (*Spawner)(nil)
+	_ engine.Spiller = (*Spawner)(nil)
+	_ engine.Closer  = (*Spawner)(nil)
+)
+
+// Spawn implements engine.Spawner for LevelOff (the host's bubblewrap is
+// not used); any other level is an error wrapping executor.ErrSandbox. It
+// connects first when there is no connection (the first command, or the
+// first after the connection was lost); a host that cannot be reached, or
+// whose key is refused (*HostKeyError), is an error and nothing runs.
+func (s *Spawner) Spawn(cmd engine.Command) (engine.Process, error) {
+	spec := cmd.Spec
+	if spec.Level != executor.LevelOff && spec.Level != "" {
+		return nil, fmt.Errorf("%w: the ssh executor cannot confine a command (level %s)", executor.ErrSandbox, spec.Level)
+	}
+	if !path.IsAbs(spec.Workdir) {
+		return nil, fmt.Errorf("%w %q: not an absolute path", executor.ErrWorkdir, spec.Workdir)
+	}
+	if strings.ContainsRune(spec.Command, 0) {
+		return nil, errors.New("the command contains a NUL byte")
+	}
+	for _, kv := range cmd.Env {
+		if name, _, _ := strings.Cut(kv, "="); !isName(name) {
+			return nil, fmt.Errorf("environment variable %q cannot be passed to the remote bash", name)
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), s.d.timing.dial)
+		c, err := s.d.get(ctx)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		p, err := c.start(&launch{
+			marker:   newMarker(),
+			script:   spec.Command,
+			stdin:    spec.Stdin,
+			dir:      spec.Workdir,
+			unset:    c.unset,
+			envUnset: c.envUnset,
+			export:   cmd.Env,
+			private:  len(spec.Env) > 0,
+			registry: c.sup.reg,
+		})
+		if errors.Is(err, errStale) && attempt == 0 {
+			continue // the connection had just died: dial again once
+		}
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+}
+
+// Spills implements engine.Spiller.
+func (s *Spawner) Spills() engine.SpillStore { return s.spills }
+
+// Close ends the connection; later spawns fail with ErrClosed.
+func (s *Spawner) Close() error {
+	s.d.close()
+	return nil
+}
+
+// checkDir reports whether dir is a directory on the host.
+func (s *Spawner) checkDir(ctx context.Context, dir string) error {
+	if !path.IsAbs(dir) {
+		return fmt.Errorf("%w %q: not an absolute path", executor.ErrWorkdir, dir)
+	}
+	c, err := s.d.get(ctx)
+	if err != nil {
+		return err
+	}
+	q := quote(dir)
+	out, _, err := c.run(ctx, fmt.Sprintf("unset -v n p; cd -- %s 2>/dev/null && echo ok || { [ -e %s ] && { [ -d %s ] && echo EACCES || echo ENOTDIR; } || echo ENOENT; }", q, q, q), nil, 4096)
+	if err != nil {
+		return err
+	}
+	var errno error
+	switch strings.TrimSpace(lastLine(string(out))) {
+	case "ok":
+		return nil
+	case "ENOTDIR":
+		errno = syscall.ENOTDIR
+	case "EACCES":
+		errno = syscall.EACCES
+	default:
+		errno = syscall.ENOENT
+	}
+	return fmt.Errorf("%w %q on %s: %w", executor.ErrWorkdir, dir, s.d.target.Host, errno)
+}
+
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
