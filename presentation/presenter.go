@@ -212,16 +212,42 @@ func (p *Presenter) closeCard(e event.ToolResult) {
 	card, ok := p.cards[e.ID]
 	delete(p.cards, e.ID)
 	p.mu.Unlock()
+	var tail string
 	if card.stream != nil {
-		card.stream.close() // everything streamed goes out before the final update
+		// What was streamed goes out first; what is still pending rides on
+		// the final update (Zed applies a terminal's output before its
+		// exit), so ending a card never adds an update outside the frame.
+		tail = card.stream.finish()
 	}
 	if !ok { // a result whose call was never shown (an old journal)
 		card.intent = p.opt.Cards.PresentCall(e.Name, e.Args)
 	}
 	intent := p.opt.Cards.PresentResult(e.Name, e.Args, e.Result)
-	for _, u := range CloseCard(e.ID, card.intent, intent, p.opt.Caps, card.stream != nil) {
+	updates := CloseCard(e.ID, card.intent, intent, p.opt.Caps, card.stream != nil)
+	if tail != "" {
+		updates = withTail(updates, e.ID, tail)
+	}
+	for _, u := range updates {
 		p.opt.Send(u)
 	}
+}
+
+// withTail puts the last live output of a terminal card before the output
+// (a reason line) its final update carries, or adds it there.
+func withTail(updates []acp.SessionUpdate, callID, tail string) []acp.SessionUpdate {
+	final := updates[len(updates)-1].ToolCallUpdate
+	if final == nil || final.Meta == nil {
+		if u, ok := CardOutput(callID, tail, Caps{Terminal: true}); ok {
+			return append([]acp.SessionUpdate{u}, updates...)
+		}
+		return updates
+	}
+	data := tail
+	if out, ok := final.Meta[metaTerminalOutput].(terminalOutput); ok {
+		data += out.Data
+	}
+	final.Meta[metaTerminalOutput] = terminalOutputOf(callID, data)
+	return updates
 }
 
 // cardStream coalesces a card's live output (see FlushPolicy). A leading
@@ -309,6 +335,44 @@ func (s *cardStream) flush(gen uint64) {
 	}
 	s.mu.Unlock()
 	s.send(data)
+}
+
+// finish is close, except that it returns the last update's worth of
+// what is pending (at most Bytes, cut on a character boundary) instead of
+// writing it: the caller sends it with the card's final update.
+func (s *cardStream) finish() string {
+	s.mu.Lock()
+	s.closed = true
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	s.mu.Unlock()
+	s.sending.Lock()
+	defer s.sending.Unlock()
+	s.mu.Lock()
+	pieces := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	// Keep the last Bytes (from a character start) for the final update;
+	// send what comes before, uncopied.
+	keep := 0
+	i := len(pieces)
+	for i > 0 && keep+len(pieces[i-1]) <= s.policy.Bytes {
+		i--
+		keep += len(pieces[i])
+	}
+	if i > 0 { // pieces[i-1] straddles the cut
+		p := pieces[i-1]
+		n := len(p) - (s.policy.Bytes - keep)
+		for n < len(p) && !utf8.RuneStart(p[n]) {
+			n++
+		}
+		head := append(pieces[:i-1:i-1], p[:n])
+		s.send(head)
+		pieces = append([]string{p[n:]}, pieces[i:]...)
+	}
+	return strings.Join(pieces, "")
 }
 
 // close writes whatever is pending, after any flush under way; nothing is

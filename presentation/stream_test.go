@@ -208,3 +208,53 @@ func TestCardStreamWritesEveryByteOnceInOrder(t *testing.T) {
 		t.Fatalf("wrote %d bytes, want %d, or out of order", got.Len(), want.Len())
 	}
 }
+
+// finish leaves the last update's worth of pending output to the caller
+// (the card's final update) and sends what comes before it.
+func TestCardStreamFinishKeepsTheTailForTheFinalUpdate(t *testing.T) {
+	r := newRecorder()
+	s := newCardStream(FlushPolicy{Interval: time.Hour, Bytes: 10}, r.write)
+	s.append("first")
+	r.await(t, "the first chunk")
+	s.append("0123456789abcdé") // 16 bytes: é is two
+	s.append("xyz")
+	tail := s.finish()
+	writes := r.all()
+	if got := strings.Join(writes, "") + tail; got != "first0123456789abcdéxyz" {
+		t.Fatalf("writes %q and tail %q do not add up to the input", writes, tail)
+	}
+	if len(tail) > 10 || !utf8.ValidString(tail) || len(writes) != 2 {
+		t.Errorf("writes %q, tail %q: want one write before a valid tail of at most 10 bytes", writes, tail)
+	}
+	s.append("late")
+	if len(r.all()) != 2 {
+		t.Error("a write after finish")
+	}
+}
+
+// The output still pending when a card ends rides on its final update:
+// ending a card adds no update outside the frame.
+func TestPresenterSendsTheLastOutputWithTheFinalUpdate(t *testing.T) {
+	var sent []acp.SessionUpdate
+	var mu sync.Mutex
+	p := NewPresenter(PresenterOptions{
+		Send:  func(u acp.SessionUpdate) { mu.Lock(); sent = append(sent, u); mu.Unlock() },
+		Cards: terminalCards{},
+		Caps:  Caps{Terminal: true},
+		Flush: hourly,
+	})
+	p.Emit(event.ToolCall{ID: "c1", Name: "bash"})
+	p.Emit(event.ToolOutput{ID: "c1", Data: "first\n"}) // the leading edge, at once
+	p.Emit(event.ToolOutput{ID: "c1", Data: "last\n"})  // held for the frame
+	p.Emit(event.ToolResult{ID: "c1", Name: "bash"})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) != 3 {
+		t.Fatalf("%d updates, want the card, the first chunk and the final update", len(sent))
+	}
+	final := sent[2].ToolCallUpdate
+	out, _ := final.Meta[metaTerminalOutput].(terminalOutput)
+	if _, exit := final.Meta[metaTerminalExit]; !exit || out.Data != "last\n" {
+		t.Errorf("final update meta %+v, want the exit and the last output", final.Meta)
+	}
+}
