@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -113,8 +114,11 @@ const checkpointEvery = time.Second
 type checkpoints struct {
 	write func(event.Event) // appends to the journal
 
-	mu      sync.Mutex
-	pending map[string][]byte // by call id: output not yet checkpointed
+	mu sync.Mutex
+	// pending is, by call id, the output not yet checkpointed: the
+	// chunks themselves (immutable strings, the card's own), joined only
+	// when a checkpoint is written, so live output is not copied again.
+	pending map[string][]string
 	timer   *time.Timer
 	closed  bool
 }
@@ -127,9 +131,9 @@ func (c *checkpoints) output(id, data string) {
 		return
 	}
 	if c.pending == nil {
-		c.pending = map[string][]byte{}
+		c.pending = map[string][]string{}
 	}
-	c.pending[id] = append(c.pending[id], data...)
+	c.pending[id] = append(c.pending[id], data)
 	if c.timer == nil {
 		c.timer = time.AfterFunc(checkpointEvery, c.flush)
 	}
@@ -153,7 +157,7 @@ func (c *checkpoints) flush() {
 		return
 	}
 	for _, id := range slices.Sorted(maps.Keys(pending)) {
-		c.write(event.OutputCheckpoint{ID: id, Data: string(pending[id])})
+		c.write(event.OutputCheckpoint{ID: id, Data: strings.Join(pending[id], "")})
 	}
 }
 

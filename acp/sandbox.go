@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	sdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/zap"
@@ -41,9 +42,9 @@ var sandboxInfo = map[executor.Level]struct{ name, description string }{
 // sandboxes is the daemon's side of the levels: what the executor can
 // build and the level sessions start at.
 type sandboxes struct {
-	confiner executor.Confiner // nil: the executor does not confine
-	start    executor.Level    // a new session's level
-	explicit bool              // start was asked for (Config.Sandbox)
+	confiner executor.Confiner     // nil: the executor does not confine
+	start    func() executor.Level // a new session's level (asked once, on first use: it may wait for the sandbox probe)
+	explicit bool                  // start was asked for (Config.Sandbox)
 }
 
 // errNotConfining is why confined levels are unavailable with an executor
@@ -53,13 +54,16 @@ var errNotConfining = fmt.Errorf("%w: this executor does not confine commands", 
 // newSandboxes reads ex's levels; explicit is Config.Sandbox.
 func newSandboxes(ex executor.Executor, explicit executor.Level) sandboxes {
 	c, _ := ex.(executor.Confiner)
-	sb := sandboxes{confiner: c, start: explicit, explicit: explicit != ""}
-	if sb.start == "" {
-		sb.start = executor.LevelOff
-		if c != nil {
-			sb.start = c.DefaultLevel()
+	sb := sandboxes{confiner: c, explicit: explicit != ""}
+	sb.start = sync.OnceValue(func() executor.Level {
+		switch {
+		case explicit != "":
+			return explicit
+		case c != nil:
+			return c.DefaultLevel()
 		}
-	}
+		return executor.LevelOff
+	})
 	return sb
 }
 
@@ -105,7 +109,7 @@ func sandboxOption(current executor.Level, offered []executor.Level) sdk.Session
 // explicit and the session is new). A session left at an implicit off
 // because no sandbox can be built is told why in its first turn.
 func (ss *session) startSandbox(state map[string]json.RawMessage, isNew bool) {
-	level, explicit := ss.sandboxes.start, ss.sandboxes.explicit
+	level, explicit := ss.sandboxes.start(), ss.sandboxes.explicit
 	if raw, ok := state[stateSandbox]; ok {
 		var s string
 		err := json.Unmarshal(raw, &s)

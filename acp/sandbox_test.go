@@ -67,14 +67,14 @@ func TestSandboxes(t *testing.T) {
 			ex := executorfake.New()
 			ex.LevelsOffered, ex.Default, ex.Why = tc.offered, tc.def, tc.why
 			sb := newSandboxes(ex, tc.explicit)
-			if sb.start != tc.start || sb.explicit != (tc.explicit != "") || !slices.Equal(sb.levels(), tc.levels) || sb.unavailable() != tc.why {
+			if sb.start() != tc.start || sb.explicit != (tc.explicit != "") || !slices.Equal(sb.levels(), tc.levels) || sb.unavailable() != tc.why {
 				t.Errorf("sandboxes %+v levels %v unavailable %v", sb, sb.levels(), sb.unavailable())
 			}
 		})
 	}
 	// An executor that does not confine offers off alone and says so.
 	sb := newSandboxes(notConfining{executorfake.New()}, "")
-	if sb.start != executor.LevelOff || !slices.Equal(sb.levels(), []executor.Level{executor.LevelOff}) || sb.unavailable() == nil {
+	if sb.start() != executor.LevelOff || !slices.Equal(sb.levels(), []executor.Level{executor.LevelOff}) || sb.unavailable() == nil {
 		t.Errorf("not confining: %+v %v %v", sb, sb.levels(), sb.unavailable())
 	}
 	if got := unsandboxedText(why); !strings.Contains(got, "without a sandbox") || !strings.Contains(got, ": bubblewrap (bwrap) not found.") || strings.Contains(got, "sandbox unavailable") {

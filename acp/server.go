@@ -49,8 +49,8 @@ type Config struct {
 	// SDK's own limit, ingress.SDKMaxLine; a longer line would close the
 	// SDK's connection, so the guard answers it instead).
 	MaxLine int
-	// CardFlushInterval and CardFlushBytes coalesce live card output
-	// (defaults 50 ms and 16 KiB).
+	// CardFlushInterval and CardFlushBytes coalesce live card output (see
+	// presentation.FlushPolicy; defaults one frame at 60 Hz and 64 KiB).
 	CardFlushInterval time.Duration
 	CardFlushBytes    int
 	// ShutdownGrace bounds how long shutdown waits for the replies to the
@@ -96,10 +96,10 @@ func (c *Config) defaults() {
 		c.MaxLine = ingress.SDKMaxLine
 	}
 	if c.CardFlushInterval <= 0 {
-		c.CardFlushInterval = 50 * time.Millisecond
+		c.CardFlushInterval = presentation.DefaultFlushInterval
 	}
 	if c.CardFlushBytes <= 0 {
-		c.CardFlushBytes = 16 << 10
+		c.CardFlushBytes = presentation.DefaultFlushBytes
 	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 5 * time.Second

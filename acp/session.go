@@ -296,10 +296,10 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	return ss, nil
 }
 
-// reopening is a session being rebuilt from its journal. For session/load
-// the events are drawn — and folded into the model's history — on a second
-// goroutine while the journal is still being decoded, so replay costs about
-// max(decode, draw), not their sum.
+// reopening is a session being rebuilt from its journal. Each event is
+// folded into the model's history as it is decoded; for session/load it is
+// also drawn, on a second goroutine, while the journal is still being
+// decoded, so replay costs about max(decode, draw), not their sum.
 type reopening struct {
 	server  *Server
 	id, cwd string // cwd: where the session runs from now on
@@ -314,11 +314,21 @@ type reopening struct {
 	state       map[string]json.RawMessage // latest journaled value per key
 	firstPrompt *string                    // the first UserPrompt's text, once seen
 
-	drawQ      chan event.Event
+	drawQ      chan []event.Event // batches, so the two goroutines meet once per batch
+	drawing    []event.Event      // the batch being gathered
+	drawn      bool               // the first batch went out
 	drawDone   chan struct{}
 	drawFailed error // the drawer panicked (see containDraw)
 	batch      *lineBatch
 }
+
+// drawBatch is how many events go to the drawer at a time, and drawAhead
+// how many batches the decoder may run ahead of it: enough to keep both
+// busy, few enough to keep replay's memory flat.
+const (
+	drawBatch = 256
+	drawAhead = 4
+)
 
 // session creates the session on first use, once the header named its cwd.
 func (r *reopening) session() *session {
@@ -332,7 +342,7 @@ func (r *reopening) session() *session {
 			}
 			r.batch = &lineBatch{w: r.server.updates.w}
 			p := r.server.presenter(r.id, drawCwd, newUpdateWriter(r.batch), r.ss.box, true)
-			r.drawQ = make(chan event.Event, 4096)
+			r.drawQ = make(chan []event.Event, drawAhead)
 			r.drawDone = make(chan struct{})
 			go r.drawer(p)
 		}
@@ -340,16 +350,17 @@ func (r *reopening) session() *session {
 	return r.ss
 }
 
-// drawer presents queued events in order and folds them into the history.
+// drawer presents queued events in order.
 func (r *reopening) drawer(p *presentation.Presenter) {
 	defer close(r.drawDone)
 	defer r.containDraw()
-	for ev := range r.drawQ {
-		if h := r.server.hooks.beforeDraw; h != nil {
-			h()
+	for evs := range r.drawQ {
+		for _, ev := range evs {
+			if h := r.server.hooks.beforeDraw; h != nil {
+				h()
+			}
+			p.Emit(ev)
 		}
-		p.Emit(ev)
-		r.restore.Apply(ev)
 	}
 }
 
@@ -358,6 +369,10 @@ func (r *reopening) drawer(p *presentation.Presenter) {
 // to the session. Idempotent.
 func (r *reopening) finish() {
 	if r.drawQ != nil {
+		if len(r.drawing) > 0 {
+			r.drawQ <- r.drawing
+			r.drawing = nil
+		}
 		close(r.drawQ)
 		<-r.drawDone
 		r.drawQ = nil
@@ -371,18 +386,24 @@ func (r *reopening) finish() {
 	}
 }
 
-// event receives each settled event: queued for drawing (session/load),
-// or folded into the history at once (session/resume).
+// event receives each settled event: folded into the history and, for
+// session/load, queued for drawing. (Folding here, on the decoding
+// goroutine, balances the two: drawing costs more than decoding.)
 func (r *reopening) event(ev event.Event) error {
 	r.session()
 	r.events++
+	r.restore.Apply(ev)
 	if p, ok := ev.(event.UserPrompt); ok && r.firstPrompt == nil {
 		r.firstPrompt = &p.Text
 	}
 	if r.drawQ != nil {
-		r.drawQ <- ev
-	} else {
-		r.restore.Apply(ev)
+		// The first event goes out alone, so the client sees the replay
+		// start at once.
+		r.drawing = append(r.drawing, ev)
+		if len(r.drawing) >= drawBatch || !r.drawn {
+			r.drawQ <- r.drawing
+			r.drawing, r.drawn = make([]event.Event, 0, drawBatch), true
+		}
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/dsh-acp/dsh-acp/presentation"
 )
 
 // updateWriter writes session/update notifications straight to the
@@ -22,11 +24,11 @@ import (
 // only after that, through the same writer.
 type updateWriter struct {
 	w    io.Writer
-	pool sync.Pool
+	pool sync.Pool // of *lineEncoder
 }
 
 func newUpdateWriter(w io.Writer) *updateWriter {
-	return &updateWriter{w: w, pool: sync.Pool{New: func() any { return new(bytes.Buffer) }}}
+	return &updateWriter{w: w, pool: sync.Pool{New: func() any { return newLineEncoder() }}}
 }
 
 type wireNotification struct {
@@ -40,23 +42,52 @@ type wireParams struct {
 	Update    any           `json:"update"`
 }
 
-// SessionUpdate writes one notification.
+// maxPooledUpdate is the largest line buffer kept for reuse: a rare huge
+// line (a replayed card's whole output) must not stay pinned.
+const maxPooledUpdate = 1 << 20
+
+// SessionUpdate writes one notification. The shapes cards send (live
+// output above all) are appended straight into the line (wire.go); any
+// other goes through encoding/json.
 func (u *updateWriter) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
-	buf := u.pool.Get().(*bytes.Buffer)
-	defer u.pool.Put(buf)
-	buf.Reset()
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(wireNotification{
-		JSONRPC: "2.0",
-		Method:  sdk.ClientMethodSessionUpdate,
-		Params:  wireParams{SessionID: n.SessionId, Update: variant(n.Update)},
-	})
+	e := u.pool.Get().(*lineEncoder)
+	defer func() {
+		if cap(e.buf) > maxPooledUpdate {
+			e.buf = nil
+		}
+		if e.scratch.Cap() > maxPooledUpdate {
+			e.scratch = bytes.Buffer{}
+		}
+		u.pool.Put(e)
+	}()
+	line, err := e.line(string(n.SessionId), n.Update)
 	if err != nil {
 		return err
 	}
-	_, err = u.w.Write(buf.Bytes()) // Encode ended the line
+	_, err = u.w.Write(line)
 	return err
+}
+
+// line encodes one notification into e.buf.
+func (e *lineEncoder) line(sessionID string, update sdk.SessionUpdate) ([]byte, error) {
+	if id, data, ok := presentation.LiveOutput(update); ok {
+		e.buf = appendLiveOutput(e.buf[:0], sessionID, id, data)
+		return e.buf, nil
+	}
+	v := variant(update)
+	b, ok, err := e.appendNotification(e.buf[:0], sessionID, v)
+	if ok || err != nil {
+		e.buf = b
+		return b, err
+	}
+	e.scratch.Reset()
+	err = e.enc.Encode(wireNotification{
+		JSONRPC: "2.0",
+		Method:  sdk.ClientMethodSessionUpdate,
+		Params:  wireParams{SessionID: sdk.SessionId(sessionID), Update: v},
+	})
+	e.buf = append(e.buf[:0], e.scratch.Bytes()...) // Encode ended the line
+	return e.buf, err
 }
 
 // variant returns the update's one variant with its discriminator set, or

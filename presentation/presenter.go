@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -20,20 +21,31 @@ type CardIntents interface {
 	PresentResult(name string, args json.RawMessage, res event.Result) tools.ResultIntent
 }
 
-// FlushPolicy bounds how often live output reaches a card: at most one
-// update per Interval, or sooner once Bytes have piled up. The zero value
-// takes the defaults (50 ms, 16 KiB).
+// FlushPolicy bounds how often live output reaches a card. The first chunk
+// after a quiet Interval goes out at once (leading edge); what arrives
+// sooner is gathered and sent Interval after the previous send, so a card
+// gets at most one flush per Interval and no chunk waits longer than one.
+// Bytes caps the data of one update: a flush holding more sends it as
+// several updates, back to back, each cut on a character boundary, so no
+// single line of the wire grows with the output. The zero value takes the
+// defaults (one frame at 60 Hz, 64 KiB).
 type FlushPolicy struct {
 	Interval time.Duration
 	Bytes    int
 }
 
+// Flush policy defaults: DefaultFlushInterval is one frame at 60 Hz.
+const (
+	DefaultFlushInterval = time.Second / 60
+	DefaultFlushBytes    = 64 << 10
+)
+
 func (f FlushPolicy) withDefaults() FlushPolicy {
 	if f.Interval <= 0 {
-		f.Interval = 50 * time.Millisecond
+		f.Interval = DefaultFlushInterval
 	}
 	if f.Bytes <= 0 {
-		f.Bytes = 16 << 10
+		f.Bytes = DefaultFlushBytes
 	}
 	return f
 }
@@ -41,9 +53,9 @@ func (f FlushPolicy) withDefaults() FlushPolicy {
 // PresenterOptions configure a Presenter. Send and Cards are required.
 type PresenterOptions struct {
 	// Send writes one update of the session. It is called from the
-	// goroutine that emits (and, for coalesced live output, the card's
-	// flush goroutine), one call at a time per card; it must not block for
-	// long and never sees a turn's context: a cancelled turn's final
+	// goroutine that emits (and, for coalesced live output, from a flush
+	// timer's goroutine), one call at a time per card; it must not block
+	// for long and never sees a turn's context: a cancelled turn's final
 	// update must still go out.
 	Send func(acp.SessionUpdate)
 	// Cards gives each call's card intents.
@@ -200,121 +212,254 @@ func (p *Presenter) closeCard(e event.ToolResult) {
 	card, ok := p.cards[e.ID]
 	delete(p.cards, e.ID)
 	p.mu.Unlock()
+	var tail string
 	if card.stream != nil {
-		card.stream.close() // everything streamed goes out before the final update
+		// What was streamed goes out first; what is still pending rides on
+		// the final update (Zed applies a terminal's output before its
+		// exit), so ending a card never adds an update outside the frame.
+		tail = card.stream.finish()
 	}
 	if !ok { // a result whose call was never shown (an old journal)
 		card.intent = p.opt.Cards.PresentCall(e.Name, e.Args)
 	}
 	intent := p.opt.Cards.PresentResult(e.Name, e.Args, e.Result)
-	for _, u := range CloseCard(e.ID, card.intent, intent, p.opt.Caps, card.stream != nil) {
+	updates := CloseCard(e.ID, card.intent, intent, p.opt.Caps, card.stream != nil)
+	if tail != "" {
+		updates = withTail(updates, e.ID, tail)
+	}
+	for _, u := range updates {
 		p.opt.Send(u)
 	}
 }
 
-// cardStream coalesces a card's live output: at most one update per
-// interval, or sooner once bytes have piled up. append never blocks on the
-// client (the tool already capped what a card may receive).
+// withTail puts the last live output of a terminal card before the output
+// (a reason line) its final update carries, or adds it there.
+func withTail(updates []acp.SessionUpdate, callID, tail string) []acp.SessionUpdate {
+	final := updates[len(updates)-1].ToolCallUpdate
+	if final == nil || final.Meta == nil {
+		if u, ok := CardOutput(callID, tail, Caps{Terminal: true}); ok {
+			return append([]acp.SessionUpdate{u}, updates...)
+		}
+		return updates
+	}
+	data := tail
+	if out, ok := final.Meta[metaTerminalOutput].(terminalOutput); ok {
+		data += out.Data
+	}
+	final.Meta[metaTerminalOutput] = terminalOutputOf(callID, data)
+	return updates
+}
+
+// cardStream coalesces a card's live output (see FlushPolicy). A leading
+// edge is written by the appending goroutine itself (Send must not block
+// for long); the rest by a timer one Interval after the previous flush, or
+// by an append that finds that time passed before the timer ran. The
+// stream keeps the strings it is given and copies only to join short ones
+// into one update.
 type cardStream struct {
 	policy FlushPolicy
 	write  func(string)
 
+	sending sync.Mutex // held while writing: one flush at a time, in order
+
 	mu      sync.Mutex
-	pending []byte
-	wake    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
+	pending []string
+	last    time.Time   // the start of the previous flush; zero: none yet
+	timer   *time.Timer // the trailing flush, while one is scheduled
+	due     time.Time   // when it is
+	gen     uint64      // counts flushes; a timer of an earlier one is stale
+	closed  bool
 }
 
 func newCardStream(policy FlushPolicy, write func(string)) *cardStream {
-	s := &cardStream{
-		policy: policy,
-		write:  write,
-		wake:   make(chan struct{}, 1),
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
-	}
-	go s.run()
-	return s
+	return &cardStream{policy: policy, write: write}
 }
 
+// append queues data; it is written at once when the previous flush is an
+// Interval old (or there was none), else when it becomes so.
 func (s *cardStream) append(data string) {
+	if data == "" {
+		return
+	}
 	s.mu.Lock()
-	s.pending = append(s.pending, data...)
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.pending = append(s.pending, data)
+	now := time.Now()
+	var flushNow bool
+	switch {
+	case s.timer == nil && (s.last.IsZero() || now.Sub(s.last) >= s.policy.Interval):
+		flushNow = true // a leading edge
+	case s.timer == nil:
+		gen := s.gen
+		s.due = s.last.Add(s.policy.Interval)
+		s.timer = time.AfterFunc(s.due.Sub(now), func() {
+			// A panic in write on the timer's goroutine drops that flush
+			// instead of ending the daemon (on the appending goroutine,
+			// the agent's output sink contains it).
+			defer func() { _ = recover() }()
+			s.flush(gen)
+		})
+	case !now.Before(s.due):
+		flushNow = true // the trailing flush is due and its timer has not run
+	}
+	gen := s.gen
 	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
+	if flushNow {
+		s.flush(gen)
 	}
 }
 
-func (s *cardStream) take() string {
+// flush writes what is pending, unless another flush came first (gen is
+// the generation it was meant for) or the stream closed (close writes the
+// rest itself).
+func (s *cardStream) flush(gen uint64) {
+	s.sending.Lock()
+	defer s.sending.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := string(s.pending)
-	s.pending = s.pending[:0]
-	return out
+	if s.closed || gen != s.gen {
+		s.mu.Unlock()
+		return
+	}
+	data := s.pending
+	s.pending = nil
+	s.gen++
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	if len(data) > 0 {
+		s.last = time.Now()
+	}
+	s.mu.Unlock()
+	s.send(data)
 }
 
-func (s *cardStream) size() int {
+// finish is close, except that it returns the last update's worth of
+// what is pending (at most Bytes, cut on a character boundary) instead of
+// writing it: the caller sends it with the card's final update.
+func (s *cardStream) finish() string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.pending)
+	s.closed = true
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	s.mu.Unlock()
+	s.sending.Lock()
+	defer s.sending.Unlock()
+	s.mu.Lock()
+	pieces := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	// Keep the last Bytes (from a character start) for the final update;
+	// send what comes before, uncopied.
+	keep := 0
+	i := len(pieces)
+	for i > 0 && keep+len(pieces[i-1]) <= s.policy.Bytes {
+		i--
+		keep += len(pieces[i])
+	}
+	if i > 0 { // pieces[i-1] straddles the cut
+		p := pieces[i-1]
+		n := len(p) - (s.policy.Bytes - keep)
+		for n < len(p) && !utf8.RuneStart(p[n]) {
+			n++
+		}
+		head := append(pieces[:i-1:i-1], p[:n])
+		s.send(head)
+		pieces = append([]string{p[n:]}, pieces[i:]...)
+	}
+	return strings.Join(pieces, "")
 }
 
-// run sends pending output when the interval since the last send has passed,
-// or at once when a full batch is waiting.
-//
-// A panic in write stops the pump (what is pending goes out with the
-// card's final update) instead of ending the daemon.
-func (s *cardStream) run() {
-	defer close(s.done)
-	defer func() { _ = recover() }()
-	var last time.Time
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-s.wake:
-		}
-		if !s.waitForBatch(last) {
-			return
-		}
-		if data := s.take(); data != "" {
-			s.write(data)
-			last = time.Now()
-		}
+// close writes whatever is pending, after any flush under way; nothing is
+// written after it returns.
+func (s *cardStream) close() {
+	s.mu.Lock()
+	s.closed = true
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
 	}
+	s.mu.Unlock()
+	s.sending.Lock()
+	defer s.sending.Unlock()
+	s.mu.Lock()
+	data := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	s.send(data)
 }
 
-// waitForBatch waits until the interval since last has passed or a full
-// batch is pending; false means the stream was closed meanwhile.
-func (s *cardStream) waitForBatch(last time.Time) bool {
-	wait := s.policy.Interval - time.Since(last)
-	if wait <= 0 || s.size() >= s.policy.Bytes {
-		return true
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return false
-		case <-t.C:
-			return true
-		case <-s.wake:
-			if s.size() >= s.policy.Bytes {
-				return true
+// send writes pieces in order, in updates of at most policy.Bytes, each
+// ending on a character boundary: a long piece is cut (without a copy),
+// short ones are joined.
+func (s *cardStream) send(pieces []string) {
+	var b batch
+	for _, p := range pieces {
+		for p != "" {
+			n := cut(p, s.policy.Bytes-b.len())
+			if n == 0 && b.len() > 0 {
+				s.write(b.take())
+				continue
+			}
+			if n == 0 { // one character longer than an update: keep it whole
+				_, n = utf8.DecodeRuneInString(p)
+			}
+			b.add(p[:n])
+			p = p[n:]
+			if p != "" || b.len() >= s.policy.Bytes {
+				s.write(b.take())
 			}
 		}
 	}
+	if b.len() > 0 {
+		s.write(b.take())
+	}
 }
 
-// close stops the pump and sends whatever is left, synchronously.
-func (s *cardStream) close() {
-	close(s.stop)
-	<-s.done
-	if data := s.take(); data != "" {
-		s.write(data)
+// cut is the length of the longest prefix of p, at most n bytes, that
+// ends on a character boundary.
+func cut(p string, n int) int {
+	if n >= len(p) {
+		return len(p)
 	}
+	for n > 0 && !utf8.RuneStart(p[n]) {
+		n--
+	}
+	return n
+}
+
+// batch gathers one update's data, copying only to join pieces.
+type batch struct {
+	one  string          // the only piece so far, not copied
+	many strings.Builder // two pieces or more
+}
+
+func (b *batch) len() int { return len(b.one) + b.many.Len() }
+
+func (b *batch) add(p string) {
+	switch {
+	case b.many.Len() > 0:
+		b.many.WriteString(p)
+	case b.one == "":
+		b.one = p
+	default:
+		b.many.Grow(len(b.one) + len(p))
+		b.many.WriteString(b.one)
+		b.many.WriteString(p)
+		b.one = ""
+	}
+}
+
+func (b *batch) take() string {
+	out := b.one
+	if b.many.Len() > 0 {
+		out = b.many.String()
+	}
+	*b = batch{}
+	return out
 }

@@ -27,10 +27,15 @@
 //	command          text (a slash command the daemon handled)
 //	info             text (the daemon's message for the user)
 //	instructions     instructions {files, bytes, cut, digest} (an event.Instructions)
+//	output           id, text|textZ (a running call's live card output since its previous output record)
 //
-// The last five are additions to version 2, not a new version: a reader
+// The last six are additions to version 2, not a new version: a reader
 // from before them skips them with an "unknown record type" warning and
 // replays the rest.
+//
+// Card output (a result's cardOutput, an output record's text) that is
+// mostly bytes JSON must escape (a NUL takes six) is stored deflated and
+// base64-encoded instead, under cardOutputZ and textZ.
 //
 // Tool-call arguments are kept exactly as the model sent them: as a JSON
 // value under "args" when they are valid compact JSON, as a string under

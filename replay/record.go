@@ -103,7 +103,10 @@ type wireRecord struct {
 	Created       time.Time `json:"created,omitzero"`
 	DaemonVersion string    `json:"daemonVersion,omitempty"`
 
-	Text      string     `json:"text,omitempty"`
+	Text string `json:"text,omitempty"`
+	// TextZ is an output record's text, deflated and base64-encoded, when
+	// JSON escaping would blow it up (see compactText).
+	TextZ     []byte     `json:"textZ,omitempty"`
 	Reasoning string     `json:"reasoning,omitempty"`
 	ToolCalls []wireCall `json:"toolCalls,omitempty"`
 
@@ -183,7 +186,8 @@ func fromEvent(ev event.Event, r *wireRecord) (bool, error) {
 	case event.ToolResult:
 		r.Type, r.ID, r.Name, r.wireArgs, r.Result = typeToolResult, e.ID, e.Name, encodeArgs(e.Args), encodeResult(e.Result)
 	case event.OutputCheckpoint:
-		r.Type, r.ID, r.Text = typeOutput, e.ID, e.Data
+		r.Type, r.ID = typeOutput, e.ID
+		r.Text, r.TextZ = compactText(e.Data)
 	case event.Decision:
 		r.Type, r.ID, r.Subject, r.Verdict, r.Outcome, r.Reason = typeDecision, e.ID, e.Subject, e.Verdict, e.Outcome, e.Reason
 	case event.Notice:
@@ -234,7 +238,11 @@ func (r *wireRecord) toEvent() (ev event.Event, ok bool) {
 		}
 		return event.ToolResult{ID: r.ID, Name: r.Name, Args: r.raw(), Result: res}, true
 	case typeOutput:
-		return event.OutputCheckpoint{ID: r.ID, Data: r.Text}, true
+		data := r.Text
+		if r.TextZ != nil {
+			data = inflate(r.TextZ)
+		}
+		return event.OutputCheckpoint{ID: r.ID, Data: data}, true
 	case typeDecision:
 		return event.Decision{ID: r.ID, Subject: r.Subject, Verdict: r.Verdict, Outcome: r.Outcome, Reason: r.Reason}, true
 	case typeNotice:
@@ -310,15 +318,20 @@ func newEncoder() *encoder {
 // line encodes r as one line, trailing newline included. The slice is valid
 // until the next call.
 func (e *encoder) line(r *wireRecord) ([]byte, error) {
-	if e.buf.Cap() > 4<<20 {
+	if e.buf.Cap() > keptLine {
 		e.buf = bytes.Buffer{} // do not pin one huge record's buffer
 	}
-	e.buf.Reset()
-	if err := e.enc.Encode(r); err != nil {
+	line, ok, err := e.bigLine(r)
+	if !ok {
+		e.buf.Reset()
+		err = e.enc.Encode(r)
+		line = e.buf.Bytes()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("encode %s record: %w", r.Type, err)
 	}
-	if e.buf.Len() > e.max {
-		return nil, fmt.Errorf("%w: %s record of %d bytes (max %d)", ErrTooLarge, r.Type, e.buf.Len(), e.max)
+	if len(line) > e.max {
+		return nil, fmt.Errorf("%w: %s record of %d bytes (max %d)", ErrTooLarge, r.Type, len(line), e.max)
 	}
-	return e.buf.Bytes(), nil
+	return line, nil
 }

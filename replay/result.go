@@ -54,15 +54,19 @@ type v1Payload struct {
 
 func encodeResult(r event.Result) *wireResult {
 	w := &wireResult{Text: r.Text, IsError: r.IsError, Declined: r.Declined, Task: r.Task, Payload: r.Payload}
-	out := capCardOutput(r.CardOutput)
-	if escapeCost(out) > len(out)/10 {
-		if z, err := deflate(out); err == nil {
-			w.CardOutputZ = z
-			return w
+	w.CardOutput, w.CardOutputZ = compactText(capCardOutput(r.CardOutput))
+	return w
+}
+
+// compactText is s as a JSON string when that costs little, else (nil
+// error) deflated: the first result or the second is set.
+func compactText(s string) (string, []byte) {
+	if escapeCost(s) > len(s)/10 {
+		if z, err := deflate(s); err == nil {
+			return "", z
 		}
 	}
-	w.CardOutput = out
-	return w
+	return s, nil
 }
 
 // decode is the event.Result a record of version v holds.

@@ -91,6 +91,7 @@ func LoadFile(path string) (*Loaded, error) {
 
 type scanner struct {
 	lines     *lineReader
+	rec       wireRecord // reused, zeroed for each line (nothing decoded aliases it)
 	warn      warnings
 	lastSeq   uint64
 	sawHeader bool
@@ -173,18 +174,22 @@ func (s *scanner) decode(n int, b []byte) (Record, bool) {
 		s.warn.add("line %d: blank; skipped", n)
 		return Record{}, false
 	}
-	var w wireRecord
-	if err := json.Unmarshal(b, &w); err != nil {
-		var env struct {
-			V    int    `json:"v"`
-			Type string `json:"type"`
+	w := &s.rec
+	*w = wireRecord{}
+	if !fastDecode(b, w) {
+		*w = wireRecord{}
+		if err := json.Unmarshal(b, w); err != nil {
+			var env struct {
+				V    int    `json:"v"`
+				Type string `json:"type"`
+			}
+			if json.Unmarshal(b, &env) == nil && env.V > Version {
+				s.warn.add("line %d: %s record of version %d is newer than this daemon reads (%d); skipped", n, env.Type, env.V, Version)
+			} else {
+				s.warn.add("line %d: invalid record: %v; skipped", n, err)
+			}
+			return Record{}, false
 		}
-		if json.Unmarshal(b, &env) == nil && env.V > Version {
-			s.warn.add("line %d: %s record of version %d is newer than this daemon reads (%d); skipped", n, env.Type, env.V, Version)
-		} else {
-			s.warn.add("line %d: invalid record: %v; skipped", n, err)
-		}
-		return Record{}, false
 	}
 	switch {
 	case w.V > Version:

@@ -14,13 +14,13 @@ import (
 type bashOutput struct {
 	ex     executor.Executor
 	cfg    Config
-	desc   string
-	schema json.RawMessage
+	text   func() texts
+	schema func() json.RawMessage
 }
 
 func (t *bashOutput) Name() string            { return BashOutputName }
-func (t *bashOutput) Description() string     { return t.desc }
-func (t *bashOutput) Schema() json.RawMessage { return t.schema }
+func (t *bashOutput) Description() string     { return t.text().bashOutput }
+func (t *bashOutput) Schema() json.RawMessage { return t.schema() }
 
 // Run reads the output the task produced since the previous read, with a
 // status line. It never blocks. An unknown task, or one owned by another
@@ -75,13 +75,13 @@ func (t *bashOutput) Run(_ context.Context, call Call) event.Result {
 // bashKill stops a background task.
 type bashKill struct {
 	ex     executor.Executor
-	desc   string
-	schema json.RawMessage
+	text   func() texts
+	schema func() json.RawMessage
 }
 
 func (t *bashKill) Name() string            { return BashKillName }
-func (t *bashKill) Description() string     { return t.desc }
-func (t *bashKill) Schema() json.RawMessage { return t.schema }
+func (t *bashKill) Description() string     { return t.text().bashKill }
+func (t *bashKill) Schema() json.RawMessage { return t.schema() }
 
 // Run kills the task and waits (bounded by the executor's grace period) for
 // it to die. Killing a finished task is a reported no-op; an unknown task or

@@ -20,26 +20,26 @@ const (
 // bash runs a command through the executor, in the foreground or as a
 // background task.
 type bash struct {
-	ex      executor.Executor
-	cfg     Config
-	desc    string
-	schema  json.RawMessage
-	prompts map[executor.Level]string // the prompt section per sandbox level
+	ex     executor.Executor
+	cfg    Config
+	text   func() texts           // rendered on first use
+	schema func() json.RawMessage // marshalled on first use
 }
 
 func (t *bash) Name() string            { return BashName }
-func (t *bash) Description() string     { return t.desc }
-func (t *bash) Schema() json.RawMessage { return t.schema }
+func (t *bash) Description() string     { return t.text().bash }
+func (t *bash) Schema() json.RawMessage { return t.schema() }
 
 // PromptSection is the habits the three bash tools' descriptions cannot
 // carry (check every result's exit marker, workdir not cd, poll background
 // tasks) and what the session's sandbox level allows (s.Level, else the
 // executor's default level).
 func (t *bash) PromptSection(s Session) string {
-	if p, ok := t.prompts[t.level(s.Level)]; ok {
+	prompts := t.text().prompts
+	if p, ok := prompts[t.level(s.Level)]; ok {
 		return p
 	}
-	return t.prompts[executor.LevelOff]
+	return prompts[executor.LevelOff]
 }
 
 // level is l, or the executor's default level when l is empty.

@@ -15,9 +15,12 @@ import (
 // of output. It records exactly what it forwards, so the card a replay draws
 // from the recorded text equals the live one.
 type cardStream struct {
-	mu     sync.Mutex
-	out    func(string) // may be nil
-	limit  int
+	mu    sync.Mutex
+	out   func(string) // may be nil
+	limit int
+	// sent is everything forwarded, in one append-only buffer; each piece
+	// handed to out is a view of it (a strings.Builder never changes what
+	// it has written), so a forwarded byte is copied once.
 	sent   strings.Builder
 	data   int // output bytes forwarded (notices excluded)
 	carry  map[executor.Stream][]byte
@@ -51,10 +54,22 @@ func (c *cardStream) observe(ch executor.Chunk) {
 	if len(ch.Data) == 0 {
 		return
 	}
-	buf := append(c.carry[ch.Stream], ch.Data...)
-	n := completeLen(buf)
-	c.emit(buf[:n])
-	c.carry[ch.Stream] = append([]byte(nil), buf[n:]...)
+	if c.capped { // past the cap: count, never copy
+		c.hidden += int64(len(ch.Data))
+		return
+	}
+	data := ch.Data
+	carry := c.carry[ch.Stream]
+	if len(carry) > 0 {
+		data = append(carry, data...)
+	}
+	n := completeLen(data)
+	c.emit(data[:n])
+	if n == len(data) {
+		delete(c.carry, ch.Stream)
+		return
+	}
+	c.carry[ch.Stream] = append([]byte(nil), data[n:]...) // at most 3 bytes
 }
 
 // close flushes what is pending, adds the not-shown notice (naming the
@@ -106,37 +121,80 @@ func (c *cardStream) emit(b []byte) {
 		c.hidden += int64(len(b))
 		return
 	}
-	s := strings.ToValidUTF8(string(b), "\uFFFD")
 	room := c.limit - c.data
-	if len(s) > room {
-		k := room
-		for k > 0 && !utf8.RuneStart(s[k]) {
-			k--
+	if len(b) > room+utf8.UTFMax && utf8.Valid(b) {
+		// At most room bytes can be shown: copy no more than those and
+		// the character they may cut (a valid cut: past room, on a
+		// character start).
+		j := room + utf8.UTFMax
+		for !utf8.RuneStart(b[j]) {
+			j--
 		}
-		c.hidden += int64(len(s) - k)
-		c.capped = true
-		s = s[:k]
+		c.hidden += int64(len(b) - j)
+		b = b[:j]
 	}
-	c.data += len(s)
-	c.send(s)
+	if utf8.Valid(b) {
+		k := c.fit(len(b), room, func(i int) bool { return utf8.RuneStart(b[i]) })
+		c.data += k
+		c.grow(k)
+		start := c.sent.Len()
+		c.sent.Write(b[:k])
+		c.forward(start)
+		return
+	}
+	s := strings.ToValidUTF8(string(b), "\uFFFD") // the rare path: a copy
+	k := c.fit(len(s), room, func(i int) bool { return utf8.RuneStart(s[i]) })
+	c.data += k
+	c.send(s[:k])
+}
+
+// fit is how many of n bytes fit in room, cut on a character start (start
+// reports one), counting the rest as hidden and capping the stream when
+// they do not all fit.
+func (c *cardStream) fit(n, room int, start func(int) bool) int {
+	if n <= room {
+		return n
+	}
+	k := room
+	for k > 0 && !start(k) {
+		k--
+	}
+	c.hidden += int64(n - k)
+	c.capped = true
+	return k
 }
 
 // line forwards a notice on a line of its own.
 func (c *cardStream) line(text string) {
-	if c.sent.Len() > 0 && !strings.HasSuffix(c.sent.String(), "\n") {
+	if n := c.sent.Len(); n > 0 && c.sent.String()[n-1] != '\n' {
 		text = "\n" + text
 	}
 	c.send(text + "\n")
 }
 
 func (c *cardStream) send(s string) {
-	if s == "" {
+	c.grow(len(s))
+	start := c.sent.Len()
+	c.sent.WriteString(s)
+	c.forward(start)
+}
+
+// forward hands what was written to sent since start to out, as a view.
+func (c *cardStream) forward(start int) {
+	if c.sent.Len() > start && c.out != nil {
+		c.out(c.sent.String()[start:])
+	}
+}
+
+// grow makes room for n more bytes: once the output passes 64 KiB, room
+// for the whole cap at once, so the buffer is not copied again on its way
+// there.
+func (c *cardStream) grow(n int) {
+	need := c.sent.Len() + n
+	if need <= c.sent.Cap() || need <= 64<<10 {
 		return
 	}
-	c.sent.WriteString(s)
-	if c.out != nil {
-		c.out(s)
-	}
+	c.sent.Grow(max(n, c.limit+4096-c.sent.Len()))
 }
 
 // completeLen is the length of b without a trailing incomplete (but so far

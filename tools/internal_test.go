@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -61,4 +63,63 @@ func FuzzCleanAndCap(f *testing.F) {
 			t.Fatalf("marker lost: %q", text)
 		}
 	})
+}
+
+// Past the card cap the stream copies nothing: a command printing a
+// gigabyte costs the card its cap, not the gigabyte.
+func TestCardStreamCopiesNothingPastTheCap(t *testing.T) {
+	var forwarded int
+	c := newCardStream(1000, func(s string) { forwarded += len(s) })
+	chunk := executor.Chunk{Stream: executor.Stdout, Data: make([]byte, 64<<10)}
+	c.observe(chunk) // reaches the cap
+	if forwarded != 1000 {
+		t.Fatalf("forwarded %d bytes, want the cap (1000)", forwarded)
+	}
+	allocs := testing.AllocsPerRun(100, func() { c.observe(chunk) })
+	if allocs != 0 {
+		t.Errorf("a chunk past the cap allocated %v times, want 0", allocs)
+	}
+	out := c.close("", "")
+	want := fmt.Sprintf("[… %d bytes not shown]", 101*len(chunk.Data)+len(chunk.Data)-1000)
+	if !strings.Contains(out, want) {
+		t.Errorf("card output ends %q, want %q", out[max(0, len(out)-60):], want)
+	}
+}
+
+// The chunk that reaches the cap is copied only up to the cap.
+func TestCardStreamCopiesTheCappingChunkOnlyToTheCap(t *testing.T) {
+	c := newCardStream(1000, nil)
+	chunk := executor.Chunk{Stream: executor.Stdout, Data: []byte(strings.Repeat("é", 1<<20))} // 2 MiB
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	c.observe(chunk)
+	runtime.ReadMemStats(&ms1)
+	if copied := ms1.TotalAlloc - ms0.TotalAlloc; copied > 64<<10 {
+		t.Errorf("capping a 2 MiB chunk at 1000 bytes allocated %d bytes", copied)
+	}
+	if out := c.close("", ""); !strings.HasPrefix(out, strings.Repeat("é", 500)+"\n[… ") {
+		t.Errorf("card output starts %q", out[:min(len(out), 40)])
+	}
+}
+
+// Streaming a card's worth of output copies each byte once: into the card
+// output, whose views are what the card receives.
+func TestCardStreamCopiesEachByteOnce(t *testing.T) {
+	const limit = 2 << 20
+	var forwarded []string
+	c := newCardStream(limit, func(s string) { forwarded = append(forwarded, s) })
+	chunk := executor.Chunk{Stream: executor.Stdout, Data: []byte(strings.Repeat("0123456789abcde\n", 4096))} // 64 KiB
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	for range limit / len(chunk.Data) {
+		c.observe(chunk)
+	}
+	out := c.close("", "")
+	runtime.ReadMemStats(&m1)
+	if len(out) != limit || strings.Join(forwarded, "") != out {
+		t.Fatalf("card output of %d bytes; the forwarded pieces add up to it: %v", len(out), strings.Join(forwarded, "") == out)
+	}
+	if got := m1.TotalAlloc - m0.TotalAlloc; got > limit+256<<10 {
+		t.Errorf("streaming %d bytes allocated %d", limit, got)
+	}
 }

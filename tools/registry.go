@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/event"
@@ -60,20 +61,28 @@ func NewBash(ex executor.Executor, cfg Config) *Registry {
 	return r
 }
 
-// bashTools builds bash, bash_output and bash_kill.
+// bashTools builds bash, bash_output and bash_kill. What the model reads
+// (descriptions, schemas, the prompt section) is rendered on first use, a
+// model request, not at start-up.
 func bashTools(ex executor.Executor, cfg Config) []Tool {
 	cfg = cfg.withDefaults()
-	where := ""
-	if r, ok := ex.(executor.Remote); ok {
-		where = r.Describe()
-	}
-	txt := renderTexts(cfg, where)
+	txt := sync.OnceValue(func() texts {
+		where := ""
+		if r, ok := ex.(executor.Remote); ok {
+			where = r.Describe()
+		}
+		return renderTexts(cfg, where)
+	})
 	return []Tool{
-		&bash{ex: ex, cfg: cfg, desc: txt.bash, schema: bashSchema(cfg), prompts: txt.prompts},
-		&bashOutput{ex: ex, cfg: cfg, desc: txt.bashOutput,
-			schema: taskIDSchema("The id of the background task, e.g. \"bash-1\".")},
-		&bashKill{ex: ex, desc: txt.bashKill,
-			schema: taskIDSchema("The id of the background task to stop, e.g. \"bash-1\".")},
+		&bash{ex: ex, cfg: cfg, text: txt, schema: sync.OnceValue(func() json.RawMessage { return bashSchema(cfg) })},
+		&bashOutput{ex: ex, cfg: cfg, text: txt,
+			schema: sync.OnceValue(func() json.RawMessage {
+				return taskIDSchema("The id of the background task, e.g. \"bash-1\".")
+			})},
+		&bashKill{ex: ex, text: txt,
+			schema: sync.OnceValue(func() json.RawMessage {
+				return taskIDSchema("The id of the background task to stop, e.g. \"bash-1\".")
+			})},
 	}
 }
 

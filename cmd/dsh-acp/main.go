@@ -87,6 +87,7 @@ func serve(cfg config) error {
 		return err
 	}
 	defer closeLog()
+	tuneGC(os.LookupEnv)
 	local.ResetSignalDispositions()
 	if err := local.MakeNonDumpable(); err != nil {
 		log.Warn("cannot make the daemon non-dumpable", zap.Error(err))
@@ -164,9 +165,6 @@ func serve(cfg config) error {
 	})
 }
 
-// logSandbox logs the sandbox level sessions start at, and why confined
-// levels cannot be built when they cannot; an explicit level that cannot
-// be built is a warning: every command will be refused.
 // spillerOf is ex's spill store for MCP results, nil when it has none.
 func spillerOf(ex executor.Executor) mcp.Spiller {
 	if sp, ok := ex.(mcp.Spiller); ok {
@@ -175,21 +173,14 @@ func spillerOf(ex executor.Executor) mcp.Spiller {
 	return nil
 }
 
+// logSandbox logs that an executor offers no sandbox levels at all; one
+// that does logs the level it can build when it first probes.
 func logSandbox(log *zap.Logger, ex executor.Executor, explicit executor.Level) {
-	c, ok := ex.(executor.Confiner)
-	if !ok {
+	if _, ok := ex.(executor.Confiner); !ok {
 		log.Info("sandbox: none for this executor", zap.Bool("explicit", explicit != ""))
-		return
 	}
-	level, why := c.DefaultLevel(), c.Unavailable()
-	switch {
-	case why == nil:
-		log.Info("sandbox", zap.String("level", string(level)), zap.Bool("explicit", explicit != ""))
-	case explicit.Confined():
-		log.Warn("sandbox level asked for cannot be built: commands will be refused", zap.String("level", string(level)), zap.Error(why))
-	default:
-		log.Info("sandbox unavailable: commands run unconfined", zap.String("level", string(level)), zap.Error(why))
-	}
+	// A confining executor probes on first use, off the start-up path,
+	// and logs the level it can build then.
 }
 
 // newLogger logs to stderr, or to a file when one is named; never stdout.

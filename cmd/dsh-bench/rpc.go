@@ -71,6 +71,9 @@ func (a *agentProc) until(id int, onNote func(line []byte)) (message, error) {
 			return message{}, fmt.Errorf("reading agent: %w", err)
 		}
 		if bytes.Contains(line[:min(len(line), 48)], []byte(`"method":`)) {
+			if bytes.Contains(line[:min(len(line), 120)], []byte(`"session/request_permission"`)) {
+				return message{}, fmt.Errorf("the agent asked for permission (the benches run commands the auto mode allows)")
+			}
 			if onNote != nil {
 				onNote(line)
 			}
@@ -125,6 +128,28 @@ func (a *agentProc) initialize() error {
 	return err
 }
 
+// prompt sends a text prompt and waits for its reply.
+func (a *agentProc) prompt(sid, text string, onNote func(line []byte)) (message, error) {
+	return a.call("session/prompt", promptParams(sid, text), onNote)
+}
+
+func promptParams(sid, text string) map[string]any {
+	return map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": text}}}
+}
+
+// waitFor reads until a line holding s.
+func (a *agentProc) waitFor(s string) error {
+	for {
+		line, err := a.readLine()
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(line, []byte(s)) {
+			return nil
+		}
+	}
+}
+
 func (a *agentProc) newSession(cwd string) (string, error) {
 	m, err := a.call("session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}, nil)
 	if err != nil {
@@ -148,6 +173,17 @@ func (a *agentProc) close() (time.Duration, error) {
 // peakRSS reads a live process's VmHWM in bytes.
 func peakRSS(pid int) (int64, error) {
 	return procStatus(fmt.Sprintf("/proc/%d/status", pid), "VmHWM:")
+}
+
+// rss reads a live process's VmRSS in bytes.
+func rss(pid int) (int64, error) {
+	return procStatus(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:")
+}
+
+// resetPeakRSS sets a process's VmHWM back to its current RSS (Linux 4.0+);
+// false when the kernel refuses.
+func resetPeakRSS(pid int) bool {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0) == nil
 }
 
 // procStatus reads one kB field of a /proc status file, in bytes.

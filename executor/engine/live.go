@@ -10,11 +10,15 @@ import (
 const (
 	// liveLimit bounds the output waiting for a slow observer.
 	liveLimit = 1 << 20
-	// liveFrame is the pause after each delivery: a steady stream reaches
-	// the observer in at most one batch per frame (a first chunk after a
-	// quiet spell goes out at once), which keeps the readers from waking
-	// the delivery goroutine for every pipe read.
+	// liveFrame is the pause after a bulk delivery (liveBulk bytes or
+	// more): a stream that fills the pipes reaches the observer in at most
+	// one batch per frame, which keeps the readers from waking the
+	// delivery goroutine for every pipe read and bounds the copying. A
+	// smaller delivery (lines, a prompt) is not followed by a pause, so
+	// interactive output reaches the observer at once and the card's own
+	// coalescing is the only delay a line sees.
 	liveFrame = 10 * time.Millisecond
+	liveBulk  = 32 << 10
 )
 
 // live hands output to an observer without ever slowing the command: the
@@ -118,6 +122,9 @@ func (l *live) run() {
 			off += r.n
 		}
 		spare, spareRecs = data, recs
+		if len(data) < liveBulk {
+			continue
+		}
 		frame.Reset(liveFrame)
 		select {
 		case <-frame.C:

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"go.uber.org/zap"
 
@@ -76,8 +77,8 @@ var DefaultProtected = []string{".git/hooks", ".git/config", ".dsh-acp"}
 // Executor is the sandboxed executor: the task engine on a Spawner.
 type Executor = engine.Engine
 
-// New probes bubblewrap once and returns the task engine on a sandboxing
-// Spawner. It fails only as local.New does (no bash, an unsafe state
+// New returns the task engine on a sandboxing Spawner (which probes
+// bubblewrap once, on first use). It fails only as local.New does (no bash, an unsafe state
 // directory) or for an invalid Level; an unusable bubblewrap is recorded
 // (see Spawner.Unavailable), never an error here.
 func New(cfg Config) (*Executor, error) {
@@ -111,6 +112,11 @@ type Spawner struct {
 	root      bool
 	why       error // nil when bubblewrap works here
 	log       *zap.Logger
+	// probe answers once, on first use (see probed): bwrap, why and,
+	// when no level was asked for, level are set by it and read after it.
+	probeOnce sync.Once
+	detectArg string
+	explicit  bool // a level was asked for: level needs no probe
 }
 
 var (
@@ -119,9 +125,10 @@ var (
 	_ engine.Closer  = (*Spawner)(nil)
 )
 
-// NewSpawner builds the Spawner for cfg and probes bubblewrap: it runs
-// `true` in a sandbox exactly as commands will run, once, and keeps the
-// reason when that fails.
+// NewSpawner builds the Spawner for cfg. It probes bubblewrap on first use
+// (the first session, not start-up: the daemon answers initialize
+// without it): it runs `true` in a sandbox exactly as commands will run,
+// once, and keeps the reason when that fails.
 func NewSpawner(cfg Config) (*Spawner, error) {
 	if cfg.Level != "" && !cfg.Level.Valid() {
 		_, err := executor.ParseLevel(string(cfg.Level))
@@ -169,21 +176,35 @@ func NewSpawner(cfg Config) (*Spawner, error) {
 	if s.scratch == nil && home != "" {
 		s.scratch = DefaultScratch(home)
 	}
-	s.why = s.detect(cfg.Bwrap)
-	if s.level == "" {
-		s.level = executor.LevelWorkspace
-		if s.why != nil {
-			s.level = executor.LevelOff
-		}
-	}
-	if s.why != nil {
-		log.Info("commands cannot be sandboxed", zap.Error(s.why))
-	}
+	s.detectArg, s.explicit = cfg.Bwrap, s.level != ""
 	return s, nil
+}
+
+// probed runs the probe the first time it is called and returns once it
+// answered.
+func (s *Spawner) probed() {
+	s.probeOnce.Do(func() {
+		s.why = s.detect(s.detectArg)
+		if !s.explicit {
+			s.level = executor.LevelWorkspace
+			if s.why != nil {
+				s.level = executor.LevelOff
+			}
+		}
+		switch {
+		case s.why == nil:
+			s.log.Info("sandbox", zap.String("level", string(s.level)), zap.Bool("explicit", s.explicit))
+		case s.explicit && s.level.Confined():
+			s.log.Warn("sandbox level asked for cannot be built: commands will be refused", zap.String("level", string(s.level)), zap.Error(s.why))
+		default:
+			s.log.Info("sandbox unavailable: commands run unconfined", zap.String("level", string(s.level)), zap.Error(s.why))
+		}
+	})
 }
 
 // Levels implements engine.Leveler.
 func (s *Spawner) Levels() []executor.Level {
+	s.probed()
 	if s.why != nil {
 		return []executor.Level{executor.LevelOff}
 	}
@@ -191,14 +212,25 @@ func (s *Spawner) Levels() []executor.Level {
 }
 
 // DefaultLevel implements engine.Leveler.
-func (s *Spawner) DefaultLevel() executor.Level { return s.level }
+func (s *Spawner) DefaultLevel() executor.Level {
+	if !s.explicit {
+		s.probed()
+	}
+	return s.level
+}
 
 // Unavailable implements engine.Leveler: why bubblewrap cannot run here
 // (wrapping executor.ErrSandbox), or nil.
-func (s *Spawner) Unavailable() error { return s.why }
+func (s *Spawner) Unavailable() error {
+	s.probed()
+	return s.why
+}
 
 // Close implements engine.Closer.
-func (s *Spawner) Close() error { return s.plain.Close() }
+func (s *Spawner) Close() error {
+	s.probeOnce.Do(func() {}) // a probe under way ends first; none starts now
+	return s.plain.Close()
+}
 
 // Spawn implements engine.Spawner: LevelOff runs plainly, every other level
 // inside bubblewrap, or not at all (an error wrapping executor.ErrSandbox).
@@ -214,6 +246,7 @@ func (s *Spawner) Spawn(cmd engine.Command) (engine.Process, error) {
 		_, err := executor.ParseLevel(string(level))
 		return nil, fmt.Errorf("%w: %w", executor.ErrSandbox, err)
 	}
+	s.probed()
 	if s.why != nil {
 		return nil, s.why
 	}

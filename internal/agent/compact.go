@@ -131,6 +131,7 @@ func (s *Session) compact(ctx context.Context, job compactJob) (event.Compaction
 		c.Cost, c.Currency = s.acct.totalCost(), s.cfg.Price.Currency
 	}
 	c.Note = compactionNote(c)
+	s.hist.virtual(&c) // entry indices in the unbounded numbering (bound.go)
 	s.record(c)
 	s.log.Info("compacted", zap.String("reason", job.reason), zap.Int("elided", c.Elided), zap.Int("turns", c.Turns),
 		zap.Bool("dropped", c.Dropped), zap.Int("before", c.Before), zap.Int("after", c.After), zap.Int("window", c.Size),

@@ -29,6 +29,7 @@ type history struct {
 	acct *ledger
 	// announced is the digest of the project instructions last shown.
 	announced string
+	bound     bound // what is kept in memory (bound.go)
 }
 
 // entryKind is what an entry of the history is, for compaction.
@@ -64,7 +65,7 @@ type pendingCall struct {
 }
 
 // newHistory is an empty history accounting into acct.
-func newHistory(acct *ledger) history { return history{promptAt: -1, acct: acct} }
+func newHistory(acct *ledger) history { return history{promptAt: -1, acct: acct, bound: newBound()} }
 
 // apply folds one event into the history. Events without a bearing on the
 // conversation (deltas, output, messages for the user) are ignored, as are
@@ -97,7 +98,11 @@ func (h *history) apply(ev event.Event) {
 	}
 }
 
-func (h *history) append(e entry) { h.entries = append(h.entries, e) }
+func (h *history) append(e entry) {
+	h.entries = append(h.entries, e)
+	h.bound.size += entryCost(e)
+	h.enforce()
+}
 
 // addNotice puts a notice delivered with a turn's first request before the
 // turn's prompt (the model reads: history, notices, prompt); later ones go at
@@ -111,6 +116,7 @@ func (h *history) addNotice(text string) {
 	h.entries = append(h.entries, entry{})
 	copy(h.entries[h.promptAt+1:], h.entries[h.promptAt:])
 	h.entries[h.promptAt] = e
+	h.bound.size += entryCost(e)
 	h.promptAt++
 }
 
@@ -133,6 +139,8 @@ func (h *history) addAssistant(e event.AssistantMessage) {
 // message that will carry the command and its result.
 func (h *history) openDirect(e event.ToolCall) {
 	if h.promptAt >= 0 && h.promptAt == len(h.entries)-1 {
+		h.bound.size -= entryCost(h.entries[h.promptAt])
+		h.entries[h.promptAt] = entry{}
 		h.entries = h.entries[:h.promptAt]
 	}
 	h.promptAt = -1
@@ -201,15 +209,17 @@ func (h *history) messages(system string, keepReasoning bool) []llm.Message {
 // elided, then the first c.SummaryBefore entries give way to one summary
 // message. The dropped entries are released.
 func (h *history) compact(c event.Compaction) {
-	for i := range min(c.ElideBefore, len(h.entries)) {
+	defer h.recount()
+	elideBefore, summaryBefore, summary := h.physical(c)
+	for i := range min(elideBefore, len(h.entries)) {
 		e := &h.entries[i]
 		if e.isOutput() && !e.elided {
 			e.msg.Content = elide(e.msg.Content)
 			e.elided = true
 		}
 	}
-	k := min(c.SummaryBefore, len(h.entries))
-	if k <= 0 {
+	k := min(summaryBefore, len(h.entries))
+	if !summary || k <= 0 {
 		return
 	}
 	kept := make([]entry, 0, len(h.entries)-k+1)

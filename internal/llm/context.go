@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // ContextWindow is the context window, in tokens, of a model of the default
@@ -69,8 +70,10 @@ func isContextTooLong(message, code, typ string) bool {
 // A count is digits, maybe grouped by commas or underscores ("128,000").
 const count = `([0-9][0-9,_]{0,20})`
 
-var (
-	windowPattern = regexp.MustCompile(`(?i)` + strings.Join([]string{
+// contextPatterns are compiled on first use (a context-too-long error),
+// not at start-up.
+var contextPatterns = sync.OnceValues(func() (window, requested *regexp.Regexp) {
+	window = regexp.MustCompile(`(?i)` + strings.Join([]string{
 		`maximum context length is ` + count,
 		`maximum context length of ` + count,
 		count + ` maximum context length`,
@@ -78,18 +81,20 @@ var (
 		`> ?` + count + ` maximum`,
 		`maximum number of tokens allowed \(` + count + `\)`,
 	}, "|"))
-	requestedPattern = regexp.MustCompile(`(?i)` + strings.Join([]string{
+	requested = regexp.MustCompile(`(?i)` + strings.Join([]string{
 		`you requested ` + count + ` tokens`,
 		`resulted in ` + count + ` tokens`,
 		`prompt is too long: ` + count,
 		`prompt contains ` + count + ` tokens`,
 		`input token count \(` + count + `\)`,
 	}, "|"))
-)
+	return window, requested
+})
 
 // parseContextLimit reads the window and the request size, in tokens, out
 // of a context-too-long message; each is 0 when the message does not say.
 func parseContextLimit(message string) (window, requested int) {
+	windowPattern, requestedPattern := contextPatterns()
 	return firstCount(windowPattern, message), firstCount(requestedPattern, message)
 }
 

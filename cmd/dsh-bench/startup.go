@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"time"
+)
+
+// startupRows: spawn → initialize reply, against a minimal Go responder;
+// the same responder linked with dsh-acp's libraries as a reference; and
+// peak RSS after initialize + session/new.
+func startupRows(h *harness) ([]row, error) {
+	minimal, err := buildPackage(h.opt, h.work, "minimal", "./cmd/dsh-bench/minimal")
+	if err != nil {
+		return nil, fmt.Errorf("build the minimal responder: %w", err)
+	}
+	floor, err := buildPackage(h.opt, h.work, "floor", "./cmd/dsh-bench/floor")
+	if err != nil {
+		return nil, fmt.Errorf("build the floor responder: %w", err)
+	}
+	env := h.env()
+	timed := func(bin string) func() (float64, error) {
+		return func() (float64, error) {
+			d, err := timeInitialize(bin, env)
+			if err != nil {
+				return 0, fmt.Errorf("start-up of %s: %w", filepath.Base(bin), err)
+			}
+			return ms(d), nil
+		}
+	}
+	daemon, err := pair(h.opt.runs, timed(h.bin), timed(minimal))
+	if err != nil {
+		return nil, err
+	}
+	ref, err := pair(h.opt.runs, timed(floor), timed(minimal))
+	if err != nil {
+		return nil, err
+	}
+	var rss samples
+	for range h.runs(3) {
+		r, err := sessionRSS(h)
+		if err != nil {
+			return nil, err
+		}
+		rss = append(rss, float64(r)/(1<<20))
+	}
+	refRow := ratioRow("  reference: the responder linked with dsh-acp's libraries", "ms", ref, 0, false)
+	refRow.target, refRow.ok = "(reference)", true
+	return []row{
+		ratioRow("cold start (spawn → initialize reply)", "ms", daemon, 2, false),
+		refRow,
+		boundRow("peak RSS after initialize + session/new", "MiB", rss, 20),
+	}, nil
+}
+
+// timeInitialize measures spawn → initialize reply, then lets the agent exit.
+func timeInitialize(bin string, env []string) (time.Duration, error) {
+	start := time.Now()
+	a, err := spawn(bin, env)
+	if err != nil {
+		return 0, err
+	}
+	if err := a.initialize(); err != nil {
+		a.close()
+		return 0, err
+	}
+	d := time.Since(start)
+	_, err = a.close()
+	return d, err
+}
+
+func sessionRSS(h *harness) (int64, error) {
+	a, err := h.spawn()
+	if err != nil {
+		return 0, err
+	}
+	defer a.close()
+	if err := a.initialize(); err != nil {
+		return 0, err
+	}
+	if _, err := a.newSession(h.work); err != nil {
+		return 0, err
+	}
+	return peakRSS(a.cmd.Process.Pid)
+}
+
+// callRows: a `!true` prompt → its reply (after the final card), against
+// `bash -c true` spawned directly.
+func callRows(h *harness) ([]row, error) {
+	a, err := h.spawn()
+	if err != nil {
+		return nil, err
+	}
+	defer a.close()
+	if err := a.initialize(); err != nil {
+		return nil, err
+	}
+	sid, err := a.newSession(h.work)
+	if err != nil {
+		return nil, err
+	}
+	direct := func() (float64, error) {
+		start := time.Now()
+		err := exec.Command("bash", "-c", "true").Run()
+		return ms(time.Since(start)), err
+	}
+	daemon := func() (float64, error) {
+		start := time.Now()
+		finals := 0
+		_, err := a.prompt(sid, "!true", func(line []byte) {
+			if bytes.Contains(line, []byte(`"terminal_exit"`)) {
+				finals++
+			}
+		})
+		d := ms(time.Since(start))
+		if err == nil && finals != 1 {
+			err = fmt.Errorf("!true produced %d final cards, want 1", finals)
+		}
+		return d, err
+	}
+	p, err := pair(h.opt.runs*4, daemon, direct)
+	if err != nil {
+		return nil, err
+	}
+	return []row{ratioRow("per call (!true → final card)", "ms", p, 1.2, false)}, nil
+}
+
+// shutdownRows: stdin EOF → exit while `sleep 600` runs, against EOF →
+// exit of an idle daemon.
+func shutdownRows(h *harness) ([]row, error) {
+	var busy samples
+	for range h.opt.runs {
+		d, err := timeBusyShutdown(h)
+		if err != nil {
+			return nil, err
+		}
+		busy = append(busy, ms(d))
+	}
+	return []row{boundRow("shutdown (stdin EOF → exit, sleep 600 running)", "ms", busy, 100)}, nil
+}
+
+func timeBusyShutdown(h *harness) (time.Duration, error) {
+	a, err := h.spawn()
+	if err != nil {
+		return 0, err
+	}
+	if err := a.initialize(); err != nil {
+		return 0, err
+	}
+	sid, err := a.newSession(h.work)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := a.send("session/prompt", promptParams(sid, "!sleep 600")); err != nil {
+		return 0, err
+	}
+	if err := a.waitFor(`"sessionUpdate":"tool_call"`); err != nil {
+		return 0, err
+	}
+	d, err := a.close()
+	if err != nil {
+		return 0, fmt.Errorf("dsh-acp exit: %w", err)
+	}
+	return d, nil
+}
