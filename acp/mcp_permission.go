@@ -65,34 +65,15 @@ func (a *approver) judgeTool(call event.ToolCall, need tools.Need) agent.Approva
 // user may trust it.
 func (a *approver) questionTool(ctx context.Context, call event.ToolCall, need tools.Need, project *mcp.Loaded) agent.Approval {
 	rule := toolRule(need)
-	options := toolOptions(need, rule)
+	var trust *trustOffer
 	if project != nil {
-		options = append([]sdk.PermissionOption{{OptionId: optTrustProject, Kind: sdk.PermissionOptionKindAllowAlways,
-			Name: "Trust this project's MCP allowances and run: " + clipRunes(project.Summary(), 300)}}, options...)
-	}
-	resp, err := a.client.RequestPermission(ctx, sdk.RequestPermissionRequest{
-		SessionId: sdk.SessionId(a.ss.id),
-		ToolCall:  a.ss.present.Asking(call.ID),
-		Options:   options,
-	})
-	if err != nil && ctx.Err() == nil {
-		a.ss.log.Warn("request_permission failed", zap.String("session", a.ss.id), zap.String("call", call.ID), zap.Error(err))
-	}
-	answer := outcomeOf(resp, err, ctx)
-	outcome := answer
-	if answer == optTrustProject && project != nil {
-		// The content approved is the content shown: its hash, not a re-read.
-		if err := a.trust.Approve(project.ProjectPath, project.Hash); err != nil {
-			a.ss.log.Warn("trust mcp allowances", zap.String("session", a.ss.id), zap.Error(err))
+		trust = &trustOffer{
+			name:    "Trust this project's MCP allowances and run: " + clipRunes(project.Summary(), 300),
+			approve: func() error { return a.trust.Approve(project.ProjectPath, project.Hash) },
 		}
-		outcome = optAllowOnce
 	}
-	approval := a.applyTool(outcome, rule)
-	if approval.Verdict == agent.Allow {
-		a.ss.present.Allowed(call.ID)
-	}
-	approval.Decision = event.Decision{Subject: need.Subject, Verdict: event.VerdictAsk, Outcome: answer}
-	return approval
+	answer, outcome := a.put(ctx, call, toolOptions(need, rule), trust)
+	return a.answered(call, need.Subject, answer, a.applyTool(outcome, rule))
 }
 
 // toolRule is what an always-allow answer remembers for need: the

@@ -201,31 +201,56 @@ func (a *approver) ask(_ context.Context, call event.ToolCall, subject string, p
 // question asks the user about the call whose card is open and pending,
 // and marks it running again when allowed.
 func (a *approver) question(ctx context.Context, call event.ToolCall, subject string, prefixes []string, project *permission.ProjectFile) agent.Approval {
-	options := permissionOptions(prefixes)
+	var trust *trustOffer
 	if project != nil {
+		trust = &trustOffer{
+			name:    "Trust this project's rules and run: " + clipRunes(project.Summary, 300),
+			approve: func() error { return a.trust.Approve(project.Path, project.Hash) },
+		}
+	}
+	answer, outcome := a.put(ctx, call, permissionOptions(prefixes), trust)
+	return a.answered(call, subject, answer, a.apply(outcome, prefixes))
+}
+
+// trustOffer is an extra first option of a question: trust a project file
+// (its content as shown: approve records the hash the user saw).
+type trustOffer struct {
+	name    string
+	approve func() error
+}
+
+// put sends the question about call with options (and trust's option
+// first, when set) and returns the user's answer and the outcome to apply:
+// trusting the project counts as allowing once.
+func (a *approver) put(ctx context.Context, call event.ToolCall, options []sdk.PermissionOption, trust *trustOffer) (answer, outcome string) {
+	if trust != nil {
 		options = append([]sdk.PermissionOption{{OptionId: optTrustProject, Kind: sdk.PermissionOptionKindAllowAlways,
-			Name: "Trust this project's rules and run: " + clipRunes(project.Summary, 300)}}, options...)
+			Name: trust.name}}, options...)
 	}
 	resp, err := a.client.RequestPermission(ctx, sdk.RequestPermissionRequest{
 		SessionId: sdk.SessionId(a.ss.id),
 		ToolCall:  a.ss.present.Asking(call.ID),
 		Options:   options,
 	})
-	answer := outcomeOf(resp, err, ctx)
-	outcome := answer
-	if outcome == optTrustProject && project != nil {
-		// The content approved is the content shown: its hash, not a re-read.
-		if err := a.trust.Approve(project.Path, project.Hash); err != nil {
-			a.ss.log.Warn("trust project rules", zap.String("session", a.ss.id), zap.Error(err))
+	if err != nil && ctx.Err() == nil {
+		a.ss.log.Warn("request_permission failed", zap.String("session", a.ss.id), zap.String("call", call.ID), zap.Error(err))
+	}
+	answer = outcomeOf(resp, err, ctx)
+	outcome = answer
+	if answer == optTrustProject && trust != nil {
+		if err := trust.approve(); err != nil {
+			a.ss.log.Warn("trust project file", zap.String("session", a.ss.id), zap.Error(err))
 		}
 		outcome = optAllowOnce
 	}
-	approval := a.apply(outcome, prefixes)
+	return answer, outcome
+}
+
+// answered marks an allowed call running again and records the question
+// as the approval's decision.
+func (a *approver) answered(call event.ToolCall, subject, answer string, approval agent.Approval) agent.Approval {
 	if approval.Verdict == agent.Allow {
 		a.ss.present.Allowed(call.ID)
-	}
-	if err != nil && ctx.Err() == nil {
-		a.ss.log.Warn("request_permission failed", zap.String("session", a.ss.id), zap.String("call", call.ID), zap.Error(err))
 	}
 	approval.Decision = event.Decision{Subject: subject, Verdict: event.VerdictAsk, Outcome: answer}
 	return approval

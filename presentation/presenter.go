@@ -341,19 +341,9 @@ func (s *cardStream) flush(gen uint64) {
 // what is pending (at most Bytes, cut on a character boundary) instead of
 // writing it: the caller sends it with the card's final update.
 func (s *cardStream) finish() string {
-	s.mu.Lock()
-	s.closed = true
-	if s.timer != nil {
-		s.timer.Stop()
-		s.timer = nil
-	}
-	s.mu.Unlock()
 	s.sending.Lock()
 	defer s.sending.Unlock()
-	s.mu.Lock()
-	pieces := s.pending
-	s.pending = nil
-	s.mu.Unlock()
+	pieces := s.stop()
 	// Keep the last Bytes (from a character start) for the final update;
 	// send what comes before, uncopied.
 	keep := 0
@@ -378,20 +368,24 @@ func (s *cardStream) finish() string {
 // close writes whatever is pending, after any flush under way; nothing is
 // written after it returns.
 func (s *cardStream) close() {
+	s.sending.Lock()
+	defer s.sending.Unlock()
+	s.send(s.stop())
+}
+
+// stop closes the stream (no flush is armed again) and takes what is
+// pending. The caller holds sending, so a flush under way has finished.
+func (s *cardStream) stop() []string {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.closed = true
 	if s.timer != nil {
 		s.timer.Stop()
 		s.timer = nil
 	}
-	s.mu.Unlock()
-	s.sending.Lock()
-	defer s.sending.Unlock()
-	s.mu.Lock()
-	data := s.pending
+	pieces := s.pending
 	s.pending = nil
-	s.mu.Unlock()
-	s.send(data)
+	return pieces
 }
 
 // send writes pieces in order, in updates of at most policy.Bytes, each
