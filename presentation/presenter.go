@@ -295,7 +295,7 @@ func (s *cardStream) append(data string) {
 	case s.timer == nil:
 		gen := s.gen
 		s.due = s.last.Add(s.policy.Interval)
-		s.timer = time.AfterFunc(s.due.Sub(now), func() {
+		s.timer = afterFrame(s.due, func() {
 			// A panic in write on the timer's goroutine drops that flush
 			// instead of ending the daemon (on the appending goroutine,
 			// the agent's output sink contains it).
