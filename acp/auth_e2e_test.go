@@ -46,7 +46,7 @@ func newProvider(t *testing.T, script ...llmtest.Response) *provider {
 				_, _ = w.Write([]byte(`{"error":{"message":"Authentication Fails (no such user)","type":"authentication_error"}}`))
 				return
 			}
-			_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"deepseek-chat","object":"model"}]}`))
+			_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"deepseek-flash","object":"model"}]}`))
 			return
 		}
 		proxy.ServeHTTP(w, r)
@@ -185,7 +185,7 @@ func loginInTerminal(t *testing.T, cfgHome, baseURL, key string) (int, string) {
 	ctx := ctxT(t)
 	for _, step := range []struct{ prompt, answer string }{
 		{"Base URL [https://api.deepseek.com]: ", baseURL + "\n"},
-		{"Model [deepseek-chat]: ", "\n"},
+		{"Model [deepseek-flash]: ", "\n"},
 		{"API key (typing is hidden): ", key + "\n"},
 	} {
 		if err := p.Expect(ctx, step.prompt); err != nil {

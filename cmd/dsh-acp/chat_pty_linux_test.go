@@ -66,7 +66,7 @@ func TestChatOnATerminal(t *testing.T) {
 	state := t.TempDir()
 	// The sandbox flag is forwarded to the agent, whose option the banner shows.
 	p := startTerm(t, t.TempDir(), bin, chatEnv(t, state, "DSH_LOG_LEVEL=debug"), "chat", "--sandbox=off")
-	p.expect("dsh-acp chat · model deepseek-chat · mode ask · sandbox off · session ")
+	p.expect("dsh-acp chat · model deepseek-flash · mode ask · sandbox off · session ")
 	p.expect(" · Ctrl-D quits, Ctrl-C cancels\r\n> ")
 	p.typeIn("abandoned words")
 	p.expect("abandoned words")

@@ -23,7 +23,7 @@ import (
 // Built-in defaults of the model endpoint.
 const (
 	defaultBaseURL = "https://api.deepseek.com"
-	defaultModel   = "deepseek-chat"
+	defaultModel   = "deepseek-flash"
 )
 
 // config is everything the daemon is configured with: flags, with

@@ -42,7 +42,7 @@ import (
 // Defaults applied by New to zero Config fields.
 const (
 	DefaultBaseURL      = "https://api.deepseek.com"
-	DefaultModel        = "deepseek-chat"
+	DefaultModel        = "deepseek-flash"
 	DefaultMaxRetries   = 3
 	DefaultMaxRetryWait = time.Minute
 	// DefaultIdleTimeout is how long a silent provider is waited for.

@@ -13,16 +13,18 @@ import (
 // window from this table is never larger than the real one.
 //
 // Sources (read 2026-12):
-//   - https://api-docs.deepseek.com/quick_start/pricing — deepseek-v4-flash
-//     and deepseek-v4-pro: context length 1M; "the model names deepseek-chat
-//     and deepseek-reasoner … correspond to the non-thinking mode and
-//     thinking mode of deepseek-v4-flash".
+//   - https://api-docs.deepseek.com/quick_start/pricing — deepseek-flash
+//     (DeepSeek-V4.1-Flash; "use deepseek-flash as the model name", the
+//     legacy deepseek-v4-flash is served by it) and deepseek-v4-pro:
+//     context length 1M. Earlier: "the model names deepseek-chat and
+//     deepseek-reasoner … correspond to the non-thinking mode and thinking
+//     mode of deepseek-v4-flash".
 //   - https://api-docs.deepseek.com/news/news260424 — the V4 release: those
 //     two legacy names stop being served after 2026-07-24 15:59 UTC. Before
 //     V4 they had 128K (V3.1/V3.2) and 64K (V3) windows.
 func ContextWindow(model string) (int, bool) {
 	switch strings.ToLower(strings.TrimSpace(model)) {
-	case "deepseek-v4-flash", "deepseek-v4-pro", "deepseek-chat", "deepseek-reasoner":
+	case "deepseek-flash", "deepseek-v4-flash", "deepseek-v4-pro", "deepseek-chat", "deepseek-reasoner":
 		return 1_000_000, true
 	}
 	return 0, false

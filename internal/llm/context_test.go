@@ -88,7 +88,7 @@ func TestContextTooLongShapes(t *testing.T) {
 }
 
 func TestContextWindowTable(t *testing.T) {
-	for _, m := range []string{"deepseek-chat", "deepseek-reasoner", "deepseek-v4-flash", "deepseek-v4-pro", " DeepSeek-Chat "} {
+	for _, m := range []string{"deepseek-flash", "deepseek-chat", "deepseek-reasoner", "deepseek-v4-flash", "deepseek-v4-pro", " DeepSeek-Chat "} {
 		if n, ok := llm.ContextWindow(m); !ok || n != 1_000_000 {
 			t.Errorf("ContextWindow(%q) = %d, %v", m, n, ok)
 		}
