@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -143,6 +144,7 @@ func (s *Spawner) sysProcAttr() *syscall.SysProcAttr {
 // turns that back into the signal's name.
 type process struct {
 	*local.Process
+	started atomic.Bool // a command was seen running below bwrap (see Signal)
 }
 
 func (p *process) Release() engine.Exit {

@@ -58,9 +58,12 @@
 // # Known limits
 //
 //   - An explicit `exit 129`…`exit 192` reads as a death by that signal.
-//   - A TERM that arrives while bwrap is still setting up (the first few
-//     milliseconds) finds no command to reach; the KILL after the grace
-//     period ends it.
+//   - A stop that lands while bwrap is still setting up (the first few
+//     milliseconds) would find no command for its TERM to reach, so it is
+//     sent as KILL: nothing ran yet that a grace period could serve. Which
+//     case it is, Signal reads from /proc (a process below bwrap that is not
+//     named bwrap is the command); a command that itself execs a program
+//     named bwrap reads as not started, and its stop is a KILL.
 //   - The parent-death signal and the pipe check cover every exit order but
 //     one: if the daemon's threads exit so that the spawning thread is gone
 //     while another still holds the pipe open, during the microseconds in

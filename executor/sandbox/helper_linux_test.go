@@ -412,3 +412,36 @@ func copyFile(from, to string) error {
 	}
 	return os.WriteFile(to, b, 0o755)
 }
+
+// TestStopDuringSetUpSkipsTheGrace: a stop that lands while bubblewrap is
+// still setting the sandbox up ends it at once, not after the grace period
+// (an hour here): bwrap and its init are pid 1s that ignore TERM, and no
+// command runs yet for a TERM to reach. Kill right after Start lands there
+// in most runs; a stop after the command started is a TERM as before.
+func TestStopDuringSetUpSkipsTheGrace(t *testing.T) {
+	requireBwrap(t)
+	e := newTestExecutor(t, Config{Config: local.Config{Grace: time.Hour}})
+	ws := tempDir(t)
+	bySignal := map[string]int{}
+	for i := range 10 {
+		spec, _ := e.Resolve(executor.Request{Command: "sleep 1000", SessionCwd: ws})
+		id, err := e.Start(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		res, err := e.Kill(ctx, id, "")
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status == executor.Running {
+			t.Fatalf("run %d: the stop still waits for the grace period after 30 s: %+v", i, res)
+		}
+		if res.Signal != "SIGTERM" && res.Signal != "SIGKILL" {
+			t.Errorf("run %d: ended by %+v, want SIGTERM or SIGKILL", i, res)
+		}
+		bySignal[res.Signal]++
+	}
+	t.Logf("ended by %v (SIGKILL: stopped during set-up)", bySignal)
+}

@@ -1,0 +1,68 @@
+package sandbox
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// Signal implements engine.Process. A TERM that finds no command below
+// bubblewrap yet (it is still setting the sandbox up) is sent as KILL:
+// bwrap and its init, each a pid 1, ignore TERM, so the stop would
+// otherwise wait out the whole grace period with nothing to give it to.
+// Once a command is seen running, TERM keeps its meaning.
+func (p *process) Signal(sig syscall.Signal) error {
+	if sig == syscall.SIGTERM && !p.started.Load() {
+		if commandRunning(p.Pid()) {
+			p.started.Store(true)
+		} else {
+			sig = syscall.SIGKILL
+		}
+	}
+	return p.Process.Signal(sig)
+}
+
+// commandRunning reports whether a process other than bubblewrap runs
+// below pid: bwrap's own processes (its init and the child that sets the
+// sandbox up) carry its name until the child execs the command. When the
+// tree cannot be read (no /proc/PID/task/PID/children on this kernel) it
+// answers true, which keeps TERM's meaning.
+func commandRunning(pid int) bool {
+	queue := []int{pid}
+	for depth := 0; depth < 4 && len(queue) > 0; depth++ {
+		var next []int
+		for _, p := range queue {
+			kids, err := children(p)
+			if err != nil && p == pid {
+				return true
+			}
+			for _, c := range kids {
+				comm, err := os.ReadFile("/proc/" + strconv.Itoa(c) + "/comm")
+				if err == nil && string(bytes.TrimSpace(comm)) != "bwrap" {
+					return true
+				}
+				next = append(next, c)
+			}
+		}
+		queue = next
+	}
+	return false
+}
+
+// children lists the children of pid's main thread (bwrap is single
+// threaded).
+func children(pid int) ([]int, error) {
+	s := strconv.Itoa(pid)
+	b, err := os.ReadFile("/proc/" + s + "/task/" + s + "/children")
+	if err != nil {
+		return nil, err
+	}
+	var kids []int
+	for _, f := range bytes.Fields(b) {
+		if n, err := strconv.Atoi(string(f)); err == nil {
+			kids = append(kids, n)
+		}
+	}
+	return kids, nil
+}
