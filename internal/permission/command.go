@@ -67,7 +67,7 @@ func (a *analyzer) command(words []word, env envInfo, h how) {
 	case "find":
 		a.find(words, env, h)
 	default:
-		if spec, ok := wrappers[name]; ok {
+		if spec, ok := wrappers()[name]; ok {
 			a.wrapper(name, spec, words, env, h)
 			return
 		}
@@ -124,31 +124,33 @@ type wrapperSpec struct {
 	open     bool     // the command receives more arguments at run time (xargs)
 }
 
-var wrappers = map[string]wrapperSpec{
-	"env": {opts: newSpec(stylePOSIX, "-i -0 -v -u: -C: --ignore-environment --null --debug --unset: --chdir: --default-signal:: --list-signal-handling"),
-		assigns: true},
-	"time":    {opts: newSpec(stylePOSIX, "-p -v -q -f: --portability --verbose --quiet --format:")},
-	"nice":    {opts: newSpec(stylePOSIX, "# -n: --adjustment:")},
-	"nohup":   {opts: newSpec(stylePOSIX, "")},
-	"builtin": {opts: newSpec(stylePOSIX, "")},
-	"timeout": {opts: newSpec(stylePOSIX, "-v -s: -k: --preserve-status --foreground --verbose --signal: --kill-after:"),
-		operands: 1},
-	"stdbuf":  {opts: newSpec(stylePOSIX, "-i: -o: -e: --input: --output: --error:")},
-	"ionice":  {opts: newSpec(stylePOSIX, "-t -c: -n: --ignore --class: --classdata:")},
-	"command": {opts: newSpec(stylePOSIX, "-p -v -V"), noRun: []string{"-v", "-V"}},
-	"exec":    {opts: newSpec(stylePOSIX, "-c -l -a:")},
-	"xargs": {opts: newSpec(stylePOSIX, "-0 -r -t -x -a: -d: -E: -I: -L: -n: -P: -s: -i:: -l:: -e:: "+
-		"--null --no-run-if-empty --verbose --exit --arg-file: --delimiter: --eof:: --replace:: --max-lines:: "+
-		"--max-args: --max-procs: --max-chars: --show-limits"),
-		open: true},
-	"sudo": {opts: newSpec(stylePOSIX, "-A -b -E -e -H -i -K -k -l -n -P -S -s -V -v -C: -D: -g: -h: -p: -r: -t: -T: -U: -u: "+
-		"--askpass --background --preserve-env:: --edit --login --non-interactive --preserve-groups --remove-timestamp "+
-		"--reset-timestamp --shell --stdin --list --validate --version --help --bell --close-from: --chdir: --group: "+
-		"--host: --prompt: --role: --type: --command-timeout: --other-user: --user:"),
-		assigns: true, elevates: true,
-		noRun: []string{"-e", "--edit", "-l", "--list", "-v", "--validate", "-V", "--version", "--help", "-K"}},
-	"doas": {opts: newSpec(stylePOSIX, "-n -s -L -u: -a: -C:"), elevates: true, noRun: []string{"-C", "-L"}},
-}
+var wrappers = lazyTable(func() map[string]wrapperSpec {
+	return map[string]wrapperSpec{
+		"env": {opts: newSpec(stylePOSIX, "-i -0 -v -u: -C: --ignore-environment --null --debug --unset: --chdir: --default-signal:: --list-signal-handling"),
+			assigns: true},
+		"time":    {opts: newSpec(stylePOSIX, "-p -v -q -f: --portability --verbose --quiet --format:")},
+		"nice":    {opts: newSpec(stylePOSIX, "# -n: --adjustment:")},
+		"nohup":   {opts: newSpec(stylePOSIX, "")},
+		"builtin": {opts: newSpec(stylePOSIX, "")},
+		"timeout": {opts: newSpec(stylePOSIX, "-v -s: -k: --preserve-status --foreground --verbose --signal: --kill-after:"),
+			operands: 1},
+		"stdbuf":  {opts: newSpec(stylePOSIX, "-i: -o: -e: --input: --output: --error:")},
+		"ionice":  {opts: newSpec(stylePOSIX, "-t -c: -n: --ignore --class: --classdata:")},
+		"command": {opts: newSpec(stylePOSIX, "-p -v -V"), noRun: []string{"-v", "-V"}},
+		"exec":    {opts: newSpec(stylePOSIX, "-c -l -a:")},
+		"xargs": {opts: newSpec(stylePOSIX, "-0 -r -t -x -a: -d: -E: -I: -L: -n: -P: -s: -i:: -l:: -e:: "+
+			"--null --no-run-if-empty --verbose --exit --arg-file: --delimiter: --eof:: --replace:: --max-lines:: "+
+			"--max-args: --max-procs: --max-chars: --show-limits"),
+			open: true},
+		"sudo": {opts: newSpec(stylePOSIX, "-A -b -E -e -H -i -K -k -l -n -P -S -s -V -v -C: -D: -g: -h: -p: -r: -t: -T: -U: -u: "+
+			"--askpass --background --preserve-env:: --edit --login --non-interactive --preserve-groups --remove-timestamp "+
+			"--reset-timestamp --shell --stdin --list --validate --version --help --bell --close-from: --chdir: --group: "+
+			"--host: --prompt: --role: --type: --command-timeout: --other-user: --user:"),
+			assigns: true, elevates: true,
+			noRun: []string{"-e", "--edit", "-l", "--list", "-v", "--validate", "-V", "--version", "--help", "-K"}},
+		"doas": {opts: newSpec(stylePOSIX, "-n -s -L -u: -a: -C:"), elevates: true, noRun: []string{"-C", "-L"}},
+	}
+})
 
 // wrapper judges a wrapper and the command it runs.
 func (a *analyzer) wrapper(name string, spec wrapperSpec, words []word, env envInfo, h how) {

@@ -2,7 +2,6 @@ package permission
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -155,7 +154,7 @@ func allIndex(x syntax.ArithmExpr) bool {
 }
 
 // numberLit matches the integer constants of bash arithmetic.
-var numberLit = regexp.MustCompile(`^([0-9]+|0[xX][0-9a-fA-F]+|[0-9]+#[0-9a-zA-Z@_]+)$`)
+var numberLit = lazyRegexp(`^([0-9]+|0[xX][0-9a-fA-F]+|[0-9]+#[0-9a-zA-Z@_]+)$`)
 
 // arithm judges an arithmetic expression: harmless when its operands are
 // integer constants and numeric special parameters ($#, $?, $$, $!,
@@ -167,7 +166,7 @@ func (a *analyzer) arithm(x syntax.ArithmExpr, src string) {
 	syntax.Walk(x, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.Word:
-			if numberLit.MatchString(n.Lit()) {
+			if numberLit().MatchString(n.Lit()) {
 				return false
 			}
 			if len(n.Parts) == 1 {

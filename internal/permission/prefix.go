@@ -2,7 +2,6 @@ package permission
 
 import (
 	"path"
-	"regexp"
 	"slices"
 )
 
@@ -56,7 +55,7 @@ var neverAlwaysAllow = map[string]bool{
 }
 
 // subcommandWord is what a subcommand (or script name) must look like.
-var subcommandWord = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`)
+var subcommandWord = lazyRegexp(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`)
 
 // hasSubcommands reports whether the program's first argument is a
 // subcommand.
@@ -86,7 +85,7 @@ func prefixOf(it item) string {
 		if i >= len(words) || !words[i].lit || words[i].text == "" || words[i].isFlag() || words[i].text[0] == '-' {
 			return false
 		}
-		return !subcommand || subcommandWord.MatchString(words[i].text)
+		return !subcommand || subcommandWord().MatchString(words[i].text)
 	}
 	third, tool := subcommandTools[name]
 	if !literal(1, tool) {
