@@ -34,6 +34,9 @@ type hooks struct {
 // observe runs on the guard's goroutine, in wire order, before the SDK sees
 // the message, and says what the guard forwards.
 func (s *Server) observe(m ingress.Message) ingress.Verdict {
+	if m.Method != sdk.AgentMethodInitialize {
+		s.begin()
+	}
 	switch {
 	case m.IsResponse():
 		return ingress.Verdict{}

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +27,40 @@ import (
 // on stderr what start-up built.
 const daemonChildEnv = "DSH_TEST_DAEMON_CHILD"
 
+// startDaemon runs this test binary as the daemon, with a private state
+// directory (returned) and no model.
+func startDaemon(t *testing.T) (*acptest.Agent, string) {
+	state := t.TempDir()
+	a := acptest.Start(t, os.Args[0], []string{"-test.run=^TestInitializeBuildsNoExecutorNorTables$"},
+		[]string{daemonChildEnv + "=1", "DSH_STATE_DIR=" + state, "DSH_SANDBOX=off", "DSH_LOG_LEVEL=error",
+			"DSH_API_KEY=", "DEEPSEEK_API_KEY="})
+	return a, state
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func initialize(t *testing.T, a *acptest.Agent) {
+	t.Helper()
+	var res json.RawMessage
+	if err := a.Call(testCtx(t), "initialize", map[string]any{"protocolVersion": 1}, &res); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+}
+
+func newSession(t *testing.T, a *acptest.Agent) {
+	t.Helper()
+	var res struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := a.Call(testCtx(t), "session/new", map[string]any{"cwd": t.TempDir(), "mcpServers": []any{}}, &res); err != nil || res.SessionID == "" {
+		t.Fatalf("session/new: %v %+v", err, res)
+	}
+}
+
 // The daemon answers initialize before it builds the executor (whose
 // engine makes <state>/spill) or the permission judge's tables; the first
 // session/new builds the executor. The daemon is this test binary running
@@ -35,34 +71,20 @@ func TestInitializeBuildsNoExecutorNorTables(t *testing.T) {
 		fmt.Fprintf(os.Stderr, "\npermission tables built: %d\n", permission.TablesBuilt())
 		os.Exit(code)
 	}
-	start := func(t *testing.T) (*acptest.Agent, string) {
-		state := t.TempDir()
-		a := acptest.Start(t, os.Args[0], []string{"-test.run=^TestInitializeBuildsNoExecutorNorTables$"},
-			[]string{daemonChildEnv + "=1", "DSH_STATE_DIR=" + state, "DSH_SANDBOX=off", "DSH_LOG_LEVEL=error",
-				"DSH_API_KEY=", "DEEPSEEK_API_KEY="})
-		return a, filepath.Join(state, "spill")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	initialize := func(t *testing.T, a *acptest.Agent) {
-		var res json.RawMessage
-		if err := a.Call(ctx, "initialize", map[string]any{"protocolVersion": 1}, &res); err != nil {
-			t.Fatalf("initialize: %v", err)
-		}
-	}
 	exited := func(t *testing.T, a *acptest.Agent) string {
 		if err := a.CloseStdin(); err != nil {
 			t.Fatal(err)
 		}
-		if err := a.Wait(ctx); err != nil {
+		if err := a.Wait(testCtx(t)); err != nil {
 			t.Fatalf("daemon exit: %v\n%s", err, a.Stderr())
 		}
 		return a.Stderr()
 	}
 
 	t.Run("initialize", func(t *testing.T) {
-		a, spill := start(t)
+		a, state := startDaemon(t)
 		initialize(t, a)
+		spill := filepath.Join(state, "spill")
 		if _, err := os.Stat(spill); !os.IsNotExist(err) {
 			t.Errorf("after initialize, %s: %v; want it not made yet (the executor built)", spill, err)
 		}
@@ -71,18 +93,44 @@ func TestInitializeBuildsNoExecutorNorTables(t *testing.T) {
 		}
 	})
 	t.Run("session/new", func(t *testing.T) {
-		a, spill := start(t)
+		a, state := startDaemon(t)
 		initialize(t, a)
-		var res struct {
-			SessionID string `json:"sessionId"`
-		}
-		if err := a.Call(ctx, "session/new", map[string]any{"cwd": t.TempDir(), "mcpServers": []any{}}, &res); err != nil || res.SessionID == "" {
-			t.Fatalf("session/new: %v %+v", err, res)
-		}
+		newSession(t, a)
+		spill := filepath.Join(state, "spill")
 		if fi, err := os.Stat(spill); err != nil || !fi.IsDir() {
 			t.Errorf("after session/new, %s: %v; want the executor built", spill, err)
 		}
 		exited(t, a)
+	})
+}
+
+// Until the client's first message other than initialize the daemon has no
+// signal handlers (os/signal starts a thread, which would delay the
+// initialize reply): SIGTERM ends it by the default action, as nothing runs
+// that a clean end would stop. Once that message arrived — before anything
+// it starts — SIGTERM ends it cleanly, with exit 0.
+func TestSignalHandlersWaitForTheFirstRequest(t *testing.T) {
+	term := func(t *testing.T, a *acptest.Agent) error {
+		if err := syscall.Kill(a.Pid(), syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		return a.Wait(testCtx(t))
+	}
+	t.Run("after initialize", func(t *testing.T) {
+		a, _ := startDaemon(t)
+		initialize(t, a)
+		var exit *exec.ExitError
+		if err := term(t, a); !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+			t.Errorf("SIGTERM after initialize: %v; want the default action (killed by SIGTERM)", err)
+		}
+	})
+	t.Run("after session/new", func(t *testing.T) {
+		a, _ := startDaemon(t)
+		initialize(t, a)
+		newSession(t, a)
+		if err := term(t, a); err != nil {
+			t.Errorf("SIGTERM after session/new: %v; want a clean exit\n%s", err, a.Stderr())
+		}
 	})
 }
 
