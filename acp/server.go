@@ -305,34 +305,14 @@ func invalidParams(format string, args ...any) error {
 	return &sdk.RequestError{Code: -32602, Message: "Invalid params: " + msg, Data: map[string]any{"error": msg}}
 }
 
-// Initialize negotiates the protocol version and capabilities.
+// Initialize negotiates the protocol version and capabilities, for an
+// initialize request the guard's observer left to the SDK (answerInitialize
+// answers the others with the same reply).
 func (s *Server) Initialize(ctx context.Context, p sdk.InitializeRequest) (resp sdk.InitializeResponse, err error) {
 	defer guarded(s.log, "initialize", &err)
 	// The capabilities were recorded in wire order by observe.
-	caps := presentation.CapsFrom(p.ClientCapabilities)
-	version := sdk.ProtocolVersion(sdk.ProtocolVersionNumber)
-	if p.ProtocolVersion < version && p.ProtocolVersion >= 1 {
-		version = p.ProtocolVersion
-	}
-	s.log.Info("initialize", zap.Int("clientVersion", int(p.ProtocolVersion)), zap.Bool("terminalOutput", caps.Terminal))
-	return sdk.InitializeResponse{
-		ProtocolVersion: version,
-		AgentInfo:       &sdk.Implementation{Name: s.cfg.Name, Version: s.cfg.Version},
-		AuthMethods:     s.authMethods(p.ClientCapabilities),
-		AgentCapabilities: sdk.AgentCapabilities{
-			Auth:        s.authCapabilities(),
-			LoadSession: true,
-			PromptCapabilities: sdk.PromptCapabilities{
-				EmbeddedContext: true,
-			},
-			McpCapabilities: sdk.McpCapabilities{Http: true},
-			SessionCapabilities: sdk.SessionCapabilities{
-				List:   &sdk.SessionListCapabilities{},
-				Resume: &sdk.SessionResumeCapabilities{},
-				Close:  &sdk.SessionCloseCapabilities{},
-			},
-		},
-	}, nil
+	s.logInitialize(p)
+	return s.initAnswer(p).response(), nil
 }
 
 // Authenticate re-reads the stored credential for the terminal method (see
