@@ -48,7 +48,7 @@ func (a *analyzer) command(words []word, env envInfo, h how) {
 		return
 	}
 	name := programName(prog.text)
-	if subscriptBuiltins[name] {
+	if subscriptBuiltins()[name] {
 		for _, w := range words[1:] {
 			if w.lit && strings.Contains(w.text, "[") && strings.ContainsAny(w.text, "$`") {
 				a.an.cannotJudge("%s %s: bash evaluates the subscript as code", name, quoteWord(w.text))
@@ -77,11 +77,13 @@ func (a *analyzer) command(words []word, env envInfo, h how) {
 
 // subscriptBuiltins are the builtins that take variable names, whose
 // subscripts bash evaluates (test -v 'a[$(cmd)]', read 'a[$(cmd)]').
-var subscriptBuiltins = map[string]bool{
-	"test": true, "[": true, "read": true, "printf": true, "unset": true, "wait": true, "mapfile": true,
-	"readarray": true, "getopts": true, "declare": true, "typeset": true, "local": true, "export": true,
-	"readonly": true, "let": true, "shift": true, "exit": true, "return": true, "break": true, "continue": true,
-}
+var subscriptBuiltins = lazyTable(func() map[string]bool {
+	return map[string]bool{
+		"test": true, "[": true, "read": true, "printf": true, "unset": true, "wait": true, "mapfile": true,
+		"readarray": true, "getopts": true, "declare": true, "typeset": true, "local": true, "export": true,
+		"readonly": true, "let": true, "shift": true, "exit": true, "return": true, "break": true, "continue": true,
+	}
+})
 
 // substituted marks the words into which xargs -I or find -exec put
 // their input as known only at run time: the literal text around the
@@ -270,8 +272,10 @@ func validName(s string) bool {
 var shellSpec = newSpec(stylePOSIX, "+ -c -e -u -x -v -f -C -n -s -o: --norc --noprofile --noediting --restricted -r")
 
 // harmlessShellOptions are the names -o may set.
-var harmlessShellOptions = map[string]bool{"errexit": true, "nounset": true, "pipefail": true, "xtrace": true,
-	"verbose": true, "noglob": true, "noclobber": true, "noexec": true}
+var harmlessShellOptions = lazyTable(func() map[string]bool {
+	return map[string]bool{"errexit": true, "nounset": true, "pipefail": true, "xtrace": true,
+		"verbose": true, "noglob": true, "noclobber": true, "noexec": true}
+})
 
 // shell judges sh/bash/…: with -c and a literal script, the script is
 // parsed and judged; fed a literal here-document and no script file, the
@@ -280,7 +284,7 @@ func (a *analyzer) shell(name string, words []word, env envInfo, h how) {
 	sc := shellSpec.scan(name, words[1:])
 	problem := sc.problem
 	for _, o := range sc.opts {
-		if (o.name == "-o" || o.name == "+o") && o.val != nil && (!o.val.lit || !harmlessShellOptions[o.val.text]) {
+		if (o.name == "-o" || o.name == "+o") && o.val != nil && (!o.val.lit || !harmlessShellOptions()[o.val.text]) {
 			problem = name + " -o " + o.val.text + " is not known to be harmless"
 		}
 	}

@@ -101,7 +101,9 @@ func nestedSingleQuotes(n syntax.Node) bool {
 
 // harmlessAtOps are the ${x@op} transformations that do not evaluate the
 // value: quoting, escapes, attributes, case.
-var harmlessAtOps = map[string]bool{"Q": true, "E": true, "a": true, "A": true, "K": true, "k": true, "U": true, "u": true, "L": true}
+var harmlessAtOps = lazyTable(func() map[string]bool {
+	return map[string]bool{"Q": true, "E": true, "a": true, "A": true, "K": true, "k": true, "U": true, "u": true, "L": true}
+})
 
 // param judges a parameter expansion: plain names, lengths, defaults,
 // pattern removal and replacement, case changes and numeric subscripts
@@ -139,7 +141,7 @@ func (a *analyzer) param(pe *syntax.ParamExp) {
 			a.an.effect(src, "assigns an array element")
 		}
 	case syntax.OtherParamOps:
-		if op := pe.Exp.Word.Lit(); !harmlessAtOps[op] {
+		if op := pe.Exp.Word.Lit(); !harmlessAtOps()[op] {
 			a.an.effect(src, "${…@"+op+"} evaluates the value (prompt expansion runs commands)")
 		}
 	case syntax.MatchEmpty, syntax.ArrayExclude, syntax.ArrayIntersect:
@@ -207,16 +209,18 @@ func numericParam(pe *syntax.ParamExp) bool {
 
 // arithmeticTestOps are the [[ ]] operators that evaluate their operands
 // as arithmetic.
-var arithmeticTestOps = map[syntax.BinTestOperator]bool{
-	syntax.TsEql: true, syntax.TsNeq: true, syntax.TsLeq: true, syntax.TsGeq: true, syntax.TsLss: true, syntax.TsGtr: true,
-}
+var arithmeticTestOps = lazyTable(func() map[syntax.BinTestOperator]bool {
+	return map[syntax.BinTestOperator]bool{
+		syntax.TsEql: true, syntax.TsNeq: true, syntax.TsLeq: true, syntax.TsGeq: true, syntax.TsLss: true, syntax.TsGtr: true,
+	}
+})
 
 // test judges a [[ … ]] expression: -eq and friends evaluate their
 // operands as arithmetic, -v and -R evaluate a subscript.
 func (a *analyzer) test(x syntax.TestExpr) {
 	switch x := x.(type) {
 	case *syntax.BinaryTest:
-		if arithmeticTestOps[x.Op] {
+		if arithmeticTestOps()[x.Op] {
 			for _, side := range []syntax.TestExpr{x.X, x.Y} {
 				if w, ok := side.(*syntax.Word); ok {
 					a.arithm(w, "[[ "+nodeSource(x)+" ]]")

@@ -460,7 +460,7 @@ func setReadOnly(name string, args []word, open bool) roResult {
 				return roResult{ok: true} // prints the options
 			}
 			i++
-			if !args[i].lit || !harmlessShellOptions[args[i].text] {
+			if !args[i].lit || !harmlessShellOptions()[args[i].text] {
 				return notRO("set %s %s is not known to be harmless", t, args[i].text)
 			}
 		case len(t) > 1 && (t[0] == '-' || t[0] == '+'):
@@ -468,7 +468,7 @@ func setReadOnly(name string, args []word, open bool) roResult {
 				switch {
 				case c == 'o' && i+1 < len(args):
 					i++
-					if !args[i].lit || !harmlessShellOptions[args[i].text] {
+					if !args[i].lit || !harmlessShellOptions()[args[i].text] {
 						return notRO("set -o %s is not known to be harmless", args[i].text)
 					}
 				case !strings.ContainsRune("euxvfCn", c):
