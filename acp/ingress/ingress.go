@@ -11,7 +11,8 @@
 // would mishandle with a JSON-RPC error of its own, tells an observer about
 // every valid message in wire order, and forwards the line — unchanged,
 // with the params the observer gave it, or not at all for a notification
-// the observer dropped — to the reader the SDK consumes.
+// the observer dropped or a request it answered itself — to the reader the
+// SDK consumes.
 //
 // Wiring, in the daemon:
 //
