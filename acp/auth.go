@@ -135,40 +135,6 @@ func (s *Server) needModel(blocks []sdk.ContentBlock) error {
 	return s.models.authRequired()
 }
 
-// authMethods are what initialize advertises: the terminal login, to a
-// client that said it can run one (clientCapabilities.auth.terminal, or
-// Zed's older _meta["terminal-auth"] flag); none to others, or when login
-// is not configured.
-func (s *Server) authMethods(caps sdk.ClientCapabilities) []sdk.AuthMethod {
-	legacy, _ := caps.Meta["terminal-auth"].(bool)
-	if s.cfg.Auth == nil || !(caps.Auth.Terminal || legacy) {
-		return []sdk.AuthMethod{}
-	}
-	m := &sdk.AuthMethodTerminalInline{
-		Id:          TerminalAuthMethodID,
-		Name:        "Log in with an API key",
-		Description: sdk.Ptr("Runs `dsh-acp login` in a terminal: enter your provider's API key; it is checked and stored for you alone."),
-		Args:        loginArgs,
-	}
-	if legacy && s.cfg.Auth.Command != "" {
-		m.Meta = map[string]any{"terminal-auth": map[string]any{
-			"command": s.cfg.Auth.Command,
-			"args":    loginArgs,
-			"label":   "dsh-acp login",
-		}}
-	}
-	return []sdk.AuthMethod{{Terminal: m}}
-}
-
-// authCapabilities advertises logout when the daemon can remove the stored
-// credential.
-func (s *Server) authCapabilities() sdk.AgentAuthCapabilities {
-	if s.cfg.Auth == nil || s.cfg.Auth.Logout == nil {
-		return sdk.AgentAuthCapabilities{}
-	}
-	return sdk.AgentAuthCapabilities{Logout: &sdk.LogoutCapabilities{}}
-}
-
 // authenticate handles the terminal method's id: the login ran in the
 // client's terminal, so this only reads the stored credential again. It
 // answers auth-required when there is still no key.

@@ -34,6 +34,7 @@ type modelLister interface {
 type modelCatalog struct {
 	configured string
 	done       chan struct{} // closed when the fetch ended
+	start      func()        // starts the fetch, once (see newModelCatalog)
 
 	mu      sync.Mutex
 	models  []string
@@ -41,35 +42,40 @@ type modelCatalog struct {
 	listed  bool // the provider gave its list
 }
 
-// newModelCatalog starts fetching the models of client (none when it
-// cannot list them) and calls ready, on the fetching goroutine, once the
-// list is final. configured is the model sessions start with.
+// newModelCatalog fetches the models of client (none when it cannot list
+// them) once start is called — the daemon calls it after its first reply
+// is written, so the request is not made on the way to it — or at the
+// latest when wait is, and calls ready, on the fetching goroutine, once
+// the list is final. configured is the model sessions start with.
 func newModelCatalog(ctx context.Context, client any, configured string, log *zap.Logger, ready func()) *modelCatalog {
-	c := &modelCatalog{configured: configured, done: make(chan struct{}), models: []string{configured}}
+	c := &modelCatalog{configured: configured, done: make(chan struct{}), models: []string{configured}, start: func() {}}
 	lister, ok := client.(modelLister)
 	if !ok || configured == "" {
 		c.version = 1
 		close(c.done)
 		return c
 	}
-	go func() {
-		start := time.Now()
-		models, err := lister.ListModels(ctx)
-		c.mu.Lock()
-		if err == nil {
-			c.models, c.listed = withModel(models, configured), true
-		}
-		c.version = 1
-		c.mu.Unlock()
-		close(c.done)
-		if err != nil {
-			log.Info("model list unavailable; offering the configured model only", zap.Error(err))
-		} else {
-			log.Info("model list", zap.Int("models", len(models)), zap.Duration("took", time.Since(start)))
-		}
-		ready()
-	}()
+	c.start = sync.OnceFunc(func() { go c.fetch(ctx, lister, log, ready) })
 	return c
+}
+
+// fetch asks lister for the models, then ends the catalog's wait.
+func (c *modelCatalog) fetch(ctx context.Context, lister modelLister, log *zap.Logger, ready func()) {
+	start := time.Now()
+	models, err := lister.ListModels(ctx)
+	c.mu.Lock()
+	if err == nil {
+		c.models, c.listed = withModel(models, c.configured), true
+	}
+	c.version = 1
+	c.mu.Unlock()
+	close(c.done)
+	if err != nil {
+		log.Info("model list unavailable; offering the configured model only", zap.Error(err))
+	} else {
+		log.Info("model list", zap.Int("models", len(models)), zap.Duration("took", time.Since(start)))
+	}
+	ready()
 }
 
 // withModel is the ids of models, in the provider's order, with configured
@@ -89,6 +95,7 @@ func withModel(models []llm.Model, configured string) []string {
 
 // wait waits until the fetch ended, at most d (or until ctx ends).
 func (c *modelCatalog) wait(ctx context.Context, d time.Duration) {
+	c.start()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -21,34 +21,63 @@ import (
 // the first failed write, or, when stdout is a file descriptor, as soon as
 // it reports a hang-up (the client closed its reading end) without waiting
 // for a write.
+//
+// The hang-up watcher (a thread blocked in poll) starts with watch, which
+// the server calls when the client's first message other than initialize
+// arrives: nothing can be running before that which a hang-up would have
+// to stop, and a thread started on the way to the initialize reply delays
+// it.
 type output struct {
 	*ingress.LockedWriter
 	broken    chan struct{}
 	breakOnce sync.Once
-	stopWatch func()
+
+	file *os.File // stdout, when it is a file descriptor
+	log  *zap.Logger
+
+	mu        sync.Mutex
+	closed    bool
+	stopWatch func() // nil until watch
 }
 
-// newOutput wraps w. When w is an *os.File, a goroutine watches it for a
-// hang-up until close.
+// newOutput wraps w. When w is an *os.File, watch starts a goroutine that
+// watches it for a hang-up until close.
 func newOutput(w io.Writer, log *zap.Logger) *output {
-	o := &output{broken: make(chan struct{}), stopWatch: func() {}}
+	o := &output{broken: make(chan struct{}), log: log}
+	o.file, _ = w.(*os.File)
 	o.LockedWriter = ingress.NewLockedWriter(&textWriter{w: &failWriter{w: w, o: o}, log: log})
-	if f, ok := w.(*os.File); ok {
-		stop, err := watchHangup(f, o.markBroken)
-		if err != nil {
-			log.Debug("stdout is not watched for a hang-up", zap.Error(err))
-		} else {
-			o.stopWatch = stop
-		}
-	}
 	return o
+}
+
+// watch starts the hang-up watcher, once, unless close came first.
+func (o *output) watch() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.file == nil || o.closed || o.stopWatch != nil {
+		return
+	}
+	stop, err := watchHangup(o.file, o.markBroken)
+	if err != nil {
+		o.log.Debug("stdout is not watched for a hang-up", zap.Error(err))
+		o.stopWatch = func() {}
+		return
+	}
+	o.stopWatch = stop
 }
 
 // Broken is closed once stdout is gone.
 func (o *output) Broken() <-chan struct{} { return o.broken }
 
-// close stops the hang-up watcher.
-func (o *output) close() { o.stopWatch() }
+// close stops the hang-up watcher (and keeps a later watch from starting
+// it).
+func (o *output) close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.closed = true
+	if o.stopWatch != nil {
+		o.stopWatch()
+	}
+}
 
 func (o *output) markBroken() { o.breakOnce.Do(func() { close(o.broken) }) }
 

@@ -18,7 +18,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/acp/ingress"
-	"github.com/dsh-acp/dsh-acp/presentation"
 )
 
 // hooks are seams for the package's own tests; Serve installs none, and
@@ -29,11 +28,16 @@ type hooks struct {
 	beforeDraw func()
 	// sdkInput wraps what the SDK reads (the guard's forwarded lines).
 	sdkInput func(io.Reader) io.Reader
+	// sdkInitialize leaves every initialize request to the SDK.
+	sdkInitialize bool
 }
 
 // observe runs on the guard's goroutine, in wire order, before the SDK sees
 // the message, and says what the guard forwards.
 func (s *Server) observe(m ingress.Message) ingress.Verdict {
+	if m.Method != sdk.AgentMethodInitialize {
+		s.begin()
+	}
 	switch {
 	case m.IsResponse():
 		return ingress.Verdict{}
@@ -42,6 +46,9 @@ func (s *Server) observe(m ingress.Message) ingress.Verdict {
 	}
 	switch m.Method {
 	case sdk.AgentMethodInitialize:
+		if !s.hooks.sdkInitialize && s.answerInitialize(m) { // see initialize.go
+			return ingress.Verdict{Answered: true}
+		}
 		s.noteCapabilities(m.Params)
 	case sdk.AgentMethodSessionPrompt:
 		return s.openTurn(m)
@@ -65,10 +72,7 @@ func (s *Server) noteCapabilities(params json.RawMessage) {
 	if json.Unmarshal(params, &p) != nil || p.Validate() != nil {
 		return // the SDK rejects it before any handler runs
 	}
-	caps := presentation.CapsFrom(p.ClientCapabilities)
-	s.mu.Lock()
-	s.caps = caps
-	s.mu.Unlock()
+	s.noteCaps(p)
 }
 
 // openTurn opens a prompt's turn and stamps its token into the prompt.

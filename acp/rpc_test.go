@@ -175,7 +175,7 @@ func TestOutputKeepsLinesJSONText(t *testing.T) {
 	<-bad.Broken()
 }
 
-// A pipe whose reader closes is reported without any write.
+// A pipe whose reader closes is reported without any write, once watched.
 func TestOutputNoticesAHangUp(t *testing.T) {
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -184,6 +184,7 @@ func TestOutputNoticesAHangUp(t *testing.T) {
 	defer w.Close()
 	o := newOutput(w, zap.NewNop())
 	defer o.close()
+	o.watch()
 	select {
 	case <-o.Broken():
 		t.Fatal("broken while the reader is open")

@@ -86,6 +86,13 @@ type Config struct {
 	// zero value works; Logger and the client name default to the
 	// daemon's).
 	MCP mcp.Config
+
+	// Started, when set, is called once, when the client's first message
+	// other than initialize arrives, before it is handled: set-up that the
+	// initialize reply need not wait for goes there (the daemon installs its
+	// signal handlers in it). Nothing the daemon starts (a session, a
+	// command, an MCP server) can start before it.
+	Started func()
 }
 
 func (c *Config) defaults() {
@@ -146,6 +153,24 @@ type Server struct {
 	running  sync.WaitGroup // turns in flight
 
 	stopNotices func()
+	out         *output
+	begun       sync.Once // begin
+}
+
+// begin starts, once, what the initialize reply need not wait for: the
+// hang-up watcher, the model list's fetch and Config.Started. observe
+// calls it for the first message other than initialize, before that
+// message is forwarded.
+func (s *Server) begin() {
+	s.begun.Do(func() {
+		s.out.watch()
+		if s.catalog != nil {
+			s.catalog.start()
+		}
+		if s.cfg.Started != nil {
+			s.cfg.Started()
+		}
+	})
 }
 
 // Serve speaks ACP on in/out until in reaches EOF, out is gone (a failed
@@ -180,6 +205,7 @@ func serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config, h hooks
 		s.catalog = newModelCatalog(mctx, s.models, cfg.Agent.Model, cfg.Logger, s.announceModels)
 	}
 	o := newOutput(out, cfg.Logger)
+	s.out = o
 	defer o.close()
 	replies := &replyWatcher{w: o, calls: s.calls}
 	guard := ingress.New(in, replies, ingress.Options{MaxLine: cfg.MaxLine, Observe: s.observe, Logger: cfg.Logger})
@@ -279,34 +305,14 @@ func invalidParams(format string, args ...any) error {
 	return &sdk.RequestError{Code: -32602, Message: "Invalid params: " + msg, Data: map[string]any{"error": msg}}
 }
 
-// Initialize negotiates the protocol version and capabilities.
+// Initialize negotiates the protocol version and capabilities, for an
+// initialize request the guard's observer left to the SDK (answerInitialize
+// answers the others with the same reply).
 func (s *Server) Initialize(ctx context.Context, p sdk.InitializeRequest) (resp sdk.InitializeResponse, err error) {
 	defer guarded(s.log, "initialize", &err)
 	// The capabilities were recorded in wire order by observe.
-	caps := presentation.CapsFrom(p.ClientCapabilities)
-	version := sdk.ProtocolVersion(sdk.ProtocolVersionNumber)
-	if p.ProtocolVersion < version && p.ProtocolVersion >= 1 {
-		version = p.ProtocolVersion
-	}
-	s.log.Info("initialize", zap.Int("clientVersion", int(p.ProtocolVersion)), zap.Bool("terminalOutput", caps.Terminal))
-	return sdk.InitializeResponse{
-		ProtocolVersion: version,
-		AgentInfo:       &sdk.Implementation{Name: s.cfg.Name, Version: s.cfg.Version},
-		AuthMethods:     s.authMethods(p.ClientCapabilities),
-		AgentCapabilities: sdk.AgentCapabilities{
-			Auth:        s.authCapabilities(),
-			LoadSession: true,
-			PromptCapabilities: sdk.PromptCapabilities{
-				EmbeddedContext: true,
-			},
-			McpCapabilities: sdk.McpCapabilities{Http: true},
-			SessionCapabilities: sdk.SessionCapabilities{
-				List:   &sdk.SessionListCapabilities{},
-				Resume: &sdk.SessionResumeCapabilities{},
-				Close:  &sdk.SessionCloseCapabilities{},
-			},
-		},
-	}, nil
+	s.logInitialize(p)
+	return s.initAnswer(p).response(), nil
 }
 
 // Authenticate re-reads the stored credential for the terminal method (see

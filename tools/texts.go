@@ -4,7 +4,6 @@ import (
 	"embed"
 	"fmt"
 	"strings"
-	"text/template"
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/executor"
@@ -61,12 +60,15 @@ func renderTexts(cfg Config, where string) texts {
 }
 
 func render(name string, data textData) string {
-	t := template.Must(template.New(name).Option("missingkey=error").ParseFS(textFS, "texts/"+name))
-	var b strings.Builder
-	if err := t.Execute(&b, data); err != nil {
+	tmpl, err := textFS.ReadFile("texts/" + name)
+	if err != nil {
 		panic(fmt.Sprintf("tools: render %s: %v", name, err))
 	}
-	return strings.TrimSpace(b.String())
+	s, err := fill(string(tmpl), data.field)
+	if err != nil {
+		panic(fmt.Sprintf("tools: render %s: %v", name, err))
+	}
+	return strings.TrimSpace(s)
 }
 
 // humanDuration writes d for a reader: "2 minutes", "90 seconds", "1500 ms".

@@ -11,7 +11,8 @@
 // would mishandle with a JSON-RPC error of its own, tells an observer about
 // every valid message in wire order, and forwards the line — unchanged,
 // with the params the observer gave it, or not at all for a notification
-// the observer dropped — to the reader the SDK consumes.
+// the observer dropped or a request it answered itself — to the reader the
+// SDK consumes.
 //
 // Wiring, in the daemon:
 //
@@ -90,9 +91,14 @@ func (m Message) IsNotification() bool { return m.Method != "" && m.ID == nil }
 // forwards the line unchanged.
 type Verdict struct {
 	// Drop consumes a notification: nothing is forwarded. It is ignored for
-	// requests and responses, which are always forwarded: the SDK owns the
-	// reply to a request and the daemon's pending calls.
+	// requests and responses, which are forwarded unless Answered: the SDK
+	// owns the reply to a request and the daemon's pending calls.
 	Drop bool
+	// Answered says the observer answered a request itself, writing its
+	// reply to the writer the Guard and the SDK share, on this goroutine
+	// (the daemon answers initialize so): nothing is forwarded. It is
+	// ignored for notifications and responses.
+	Answered bool
 	// Params, if non-nil, replaces the params of a request or notification:
 	// the forwarded line is rebuilt from the message's jsonrpc, id and
 	// method and these params. It must be a JSON object or array; anything
@@ -321,6 +327,8 @@ func (g *Guard) handle(rl rawLine) error {
 	v := g.notify(msg.Message)
 	switch {
 	case v.Drop && msg.IsNotification():
+		return nil
+	case v.Answered && !msg.IsNotification() && !msg.IsResponse():
 		return nil
 	case v.Params != nil && !msg.IsResponse():
 		line, ok := g.rebuild(msg.Message, v.Params)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 
 	"go.uber.org/zap"
 
@@ -15,17 +17,26 @@ import (
 // bubblewrap at the --sandbox level), or the ssh one for an ssh:// address
 // (commands run unconfined on the host: no sandbox levels there yet) (it logs in with --ssh-identity or the
 // daemon's ssh-agent, and connects at the first command).
+//
+// The local one is built on first use (see lazyExecutor), off the path to
+// the initialize reply; only bash is looked up now, so a daemon that could
+// run no command still fails at start.
 func newExecutor(cfg config, secrets []string, log *zap.Logger) (executor.Executor, error) {
 	if cfg.SSHTarget == nil {
-		return sandbox.New(sandbox.Config{Config: local.Config{
-			DefaultTimeout: cfg.Timeout,
-			MaxTimeout:     cfg.MaxTimeout,
-			Grace:          cfg.KillGrace,
-			StateDir:       cfg.StateDir,
-			AllowEnv:       cfg.AllowEnv,
-			SecretValues:   secrets,
-			Logger:         log,
-		}, Level: cfg.Sandbox})
+		if _, err := exec.LookPath("bash"); err != nil {
+			return nil, fmt.Errorf("find bash: %w", err)
+		}
+		return newLazyExecutor(func() (localExecutor, error) {
+			return sandbox.New(sandbox.Config{Config: local.Config{
+				DefaultTimeout: cfg.Timeout,
+				MaxTimeout:     cfg.MaxTimeout,
+				Grace:          cfg.KillGrace,
+				StateDir:       cfg.StateDir,
+				AllowEnv:       cfg.AllowEnv,
+				SecretValues:   secrets,
+				Logger:         log,
+			}, Level: cfg.Sandbox})
+		}, log), nil
 	}
 	log.Info("commands run over ssh", zap.String("target", cfg.SSHTarget.String()))
 	return ssh.New(ssh.Config{

@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"sync"
 	"syscall"
 
 	"go.uber.org/zap"
@@ -92,11 +93,10 @@ func serve(cfg config) error {
 	if err := local.MakeNonDumpable(); err != nil {
 		log.Warn("cannot make the daemon non-dumpable", zap.Error(err))
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	defer stop()
-	// With SIGPIPE handled, a write to a closed stdout returns EPIPE instead
-	// of killing the process; the server treats it as the end of the session.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var signals signalHandlers
+	defer signals.stop()
 
 	if err := checkStateDir(cfg.StateDir); err != nil {
 		return err
@@ -151,8 +151,11 @@ func serve(cfg config) error {
 		Logger:      log,
 		SDKLogger:   slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		MaxLine:     cfg.MaxLine,
-		UserRules:   userRulesPath(),
-		TrustDir:    filepath.Join(cfg.StateDir, "trust"),
+		// The signal handlers start a thread; installed after the first
+		// reply, they do not delay it (see signalHandlers).
+		Started:   func() { signals.install(cancel) },
+		UserRules: userRulesPath(),
+		TrustDir:  filepath.Join(cfg.StateDir, "trust"),
 		MCP: mcp.Config{
 			// The servers Zed names get what commands get: the daemon's
 			// environment without credentials, plus the variables Zed gives.
@@ -213,4 +216,42 @@ func userRulesPath() string {
 		return ""
 	}
 	return p
+}
+
+// signalHandlers make SIGTERM, SIGINT and SIGHUP end the daemon cleanly
+// (cancelling Serve's context) and a write to a closed stdout return EPIPE
+// instead of killing the process (the server treats it as the end of the
+// session). They are installed once the first reply is written: os/signal
+// starts a thread of its own, and until that reply nothing runs that a
+// clean end would have to stop, so a signal before it ends the daemon by
+// its default action.
+type signalHandlers struct {
+	mu      sync.Mutex
+	stopped bool
+	undo    func()
+}
+
+// install installs the handlers, once, unless stop came first.
+func (h *signalHandlers) install(cancel func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped || h.undo != nil {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	stopWatch := context.AfterFunc(ctx, cancel)
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	h.undo = func() { stopWatch(); stop(); signal.Stop(pipe) }
+}
+
+// stop removes the handlers (and keeps a later install from installing
+// them).
+func (h *signalHandlers) stop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopped = true
+	if h.undo != nil {
+		h.undo()
+	}
 }

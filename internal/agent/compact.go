@@ -5,8 +5,8 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
-	"text/template"
 	"time"
 
 	"go.uber.org/zap"
@@ -56,8 +56,11 @@ const (
 var summaryText string
 
 // summaryPrompt is the summary request's system prompt, for a summary of
-// at most about words words.
-var summaryPrompt = template.Must(template.New("summary").Parse(summaryText))
+// at most about words words. (Its one field is filled by hand: text/template
+// would keep every exported method of the binary from being dropped.)
+func summaryPrompt(words int) string {
+	return strings.TrimSpace(strings.ReplaceAll(summaryText, "{{.Words}}", strconv.Itoa(words)))
+}
 
 // compactJob is one compaction to plan.
 type compactJob struct {
@@ -166,14 +169,10 @@ func (s *Session) summarizeInto(ctx context.Context, c *event.Compaction, view e
 // summarize makes the summary request: the transcript of the older turns
 // under the summary prompt, no tools, nothing streamed to the user.
 func (s *Session) summarize(ctx context.Context, model, transcript string, maxChars int) (string, llm.Usage, error) {
-	var prompt strings.Builder
-	if err := summaryPrompt.Execute(&prompt, struct{ Words int }{max(maxChars/8, 50)}); err != nil {
-		return "", llm.Usage{}, err // the embedded template is static; this cannot fail
-	}
 	req := llm.Request{
 		Model: model,
 		Messages: []llm.Message{
-			{Role: llm.RoleSystem, Content: strings.TrimSpace(prompt.String())},
+			{Role: llm.RoleSystem, Content: summaryPrompt(max(maxChars/8, 50))},
 			{Role: llm.RoleUser, Content: transcript},
 		},
 		OnRetry: s.onRetry,

@@ -1,12 +1,10 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"strings"
 	"sync"
-	"text/template"
 
 	"go.uber.org/zap"
 
@@ -150,17 +148,13 @@ func NewSession(id, cwd string, model ModelClient, box Toolbox, sink event.Sink,
 	return s
 }
 
-// renderBase fills the base prompt template; a custom prompt is used as is.
+// renderBase fills the base prompt's one field, the working directory (by
+// hand, as summaryPrompt does); a custom prompt is used as is.
 func renderBase(custom, cwd string) string {
 	if custom != "" {
 		return strings.TrimSpace(custom)
 	}
-	tmpl := template.Must(template.New("system").Parse(baseSystemPrompt))
-	var b bytes.Buffer
-	if err := tmpl.Execute(&b, struct{ Cwd string }{cwd}); err != nil {
-		return baseSystemPrompt // the embedded template is static; this cannot fail
-	}
-	return strings.TrimSpace(b.String())
+	return strings.TrimSpace(strings.ReplaceAll(baseSystemPrompt, "{{.Cwd}}", cwd))
 }
 
 // ID is the session id.

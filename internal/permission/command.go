@@ -48,7 +48,7 @@ func (a *analyzer) command(words []word, env envInfo, h how) {
 		return
 	}
 	name := programName(prog.text)
-	if subscriptBuiltins[name] {
+	if subscriptBuiltins()[name] {
 		for _, w := range words[1:] {
 			if w.lit && strings.Contains(w.text, "[") && strings.ContainsAny(w.text, "$`") {
 				a.an.cannotJudge("%s %s: bash evaluates the subscript as code", name, quoteWord(w.text))
@@ -67,7 +67,7 @@ func (a *analyzer) command(words []word, env envInfo, h how) {
 	case "find":
 		a.find(words, env, h)
 	default:
-		if spec, ok := wrappers[name]; ok {
+		if spec, ok := wrappers()[name]; ok {
 			a.wrapper(name, spec, words, env, h)
 			return
 		}
@@ -77,11 +77,13 @@ func (a *analyzer) command(words []word, env envInfo, h how) {
 
 // subscriptBuiltins are the builtins that take variable names, whose
 // subscripts bash evaluates (test -v 'a[$(cmd)]', read 'a[$(cmd)]').
-var subscriptBuiltins = map[string]bool{
-	"test": true, "[": true, "read": true, "printf": true, "unset": true, "wait": true, "mapfile": true,
-	"readarray": true, "getopts": true, "declare": true, "typeset": true, "local": true, "export": true,
-	"readonly": true, "let": true, "shift": true, "exit": true, "return": true, "break": true, "continue": true,
-}
+var subscriptBuiltins = lazyTable(func() map[string]bool {
+	return map[string]bool{
+		"test": true, "[": true, "read": true, "printf": true, "unset": true, "wait": true, "mapfile": true,
+		"readarray": true, "getopts": true, "declare": true, "typeset": true, "local": true, "export": true,
+		"readonly": true, "let": true, "shift": true, "exit": true, "return": true, "break": true, "continue": true,
+	}
+})
 
 // substituted marks the words into which xargs -I or find -exec put
 // their input as known only at run time: the literal text around the
@@ -124,31 +126,33 @@ type wrapperSpec struct {
 	open     bool     // the command receives more arguments at run time (xargs)
 }
 
-var wrappers = map[string]wrapperSpec{
-	"env": {opts: newSpec(stylePOSIX, "-i -0 -v -u: -C: --ignore-environment --null --debug --unset: --chdir: --default-signal:: --list-signal-handling"),
-		assigns: true},
-	"time":    {opts: newSpec(stylePOSIX, "-p -v -q -f: --portability --verbose --quiet --format:")},
-	"nice":    {opts: newSpec(stylePOSIX, "# -n: --adjustment:")},
-	"nohup":   {opts: newSpec(stylePOSIX, "")},
-	"builtin": {opts: newSpec(stylePOSIX, "")},
-	"timeout": {opts: newSpec(stylePOSIX, "-v -s: -k: --preserve-status --foreground --verbose --signal: --kill-after:"),
-		operands: 1},
-	"stdbuf":  {opts: newSpec(stylePOSIX, "-i: -o: -e: --input: --output: --error:")},
-	"ionice":  {opts: newSpec(stylePOSIX, "-t -c: -n: --ignore --class: --classdata:")},
-	"command": {opts: newSpec(stylePOSIX, "-p -v -V"), noRun: []string{"-v", "-V"}},
-	"exec":    {opts: newSpec(stylePOSIX, "-c -l -a:")},
-	"xargs": {opts: newSpec(stylePOSIX, "-0 -r -t -x -a: -d: -E: -I: -L: -n: -P: -s: -i:: -l:: -e:: "+
-		"--null --no-run-if-empty --verbose --exit --arg-file: --delimiter: --eof:: --replace:: --max-lines:: "+
-		"--max-args: --max-procs: --max-chars: --show-limits"),
-		open: true},
-	"sudo": {opts: newSpec(stylePOSIX, "-A -b -E -e -H -i -K -k -l -n -P -S -s -V -v -C: -D: -g: -h: -p: -r: -t: -T: -U: -u: "+
-		"--askpass --background --preserve-env:: --edit --login --non-interactive --preserve-groups --remove-timestamp "+
-		"--reset-timestamp --shell --stdin --list --validate --version --help --bell --close-from: --chdir: --group: "+
-		"--host: --prompt: --role: --type: --command-timeout: --other-user: --user:"),
-		assigns: true, elevates: true,
-		noRun: []string{"-e", "--edit", "-l", "--list", "-v", "--validate", "-V", "--version", "--help", "-K"}},
-	"doas": {opts: newSpec(stylePOSIX, "-n -s -L -u: -a: -C:"), elevates: true, noRun: []string{"-C", "-L"}},
-}
+var wrappers = lazyTable(func() map[string]wrapperSpec {
+	return map[string]wrapperSpec{
+		"env": {opts: newSpec(stylePOSIX, "-i -0 -v -u: -C: --ignore-environment --null --debug --unset: --chdir: --default-signal:: --list-signal-handling"),
+			assigns: true},
+		"time":    {opts: newSpec(stylePOSIX, "-p -v -q -f: --portability --verbose --quiet --format:")},
+		"nice":    {opts: newSpec(stylePOSIX, "# -n: --adjustment:")},
+		"nohup":   {opts: newSpec(stylePOSIX, "")},
+		"builtin": {opts: newSpec(stylePOSIX, "")},
+		"timeout": {opts: newSpec(stylePOSIX, "-v -s: -k: --preserve-status --foreground --verbose --signal: --kill-after:"),
+			operands: 1},
+		"stdbuf":  {opts: newSpec(stylePOSIX, "-i: -o: -e: --input: --output: --error:")},
+		"ionice":  {opts: newSpec(stylePOSIX, "-t -c: -n: --ignore --class: --classdata:")},
+		"command": {opts: newSpec(stylePOSIX, "-p -v -V"), noRun: []string{"-v", "-V"}},
+		"exec":    {opts: newSpec(stylePOSIX, "-c -l -a:")},
+		"xargs": {opts: newSpec(stylePOSIX, "-0 -r -t -x -a: -d: -E: -I: -L: -n: -P: -s: -i:: -l:: -e:: "+
+			"--null --no-run-if-empty --verbose --exit --arg-file: --delimiter: --eof:: --replace:: --max-lines:: "+
+			"--max-args: --max-procs: --max-chars: --show-limits"),
+			open: true},
+		"sudo": {opts: newSpec(stylePOSIX, "-A -b -E -e -H -i -K -k -l -n -P -S -s -V -v -C: -D: -g: -h: -p: -r: -t: -T: -U: -u: "+
+			"--askpass --background --preserve-env:: --edit --login --non-interactive --preserve-groups --remove-timestamp "+
+			"--reset-timestamp --shell --stdin --list --validate --version --help --bell --close-from: --chdir: --group: "+
+			"--host: --prompt: --role: --type: --command-timeout: --other-user: --user:"),
+			assigns: true, elevates: true,
+			noRun: []string{"-e", "--edit", "-l", "--list", "-v", "--validate", "-V", "--version", "--help", "-K"}},
+		"doas": {opts: newSpec(stylePOSIX, "-n -s -L -u: -a: -C:"), elevates: true, noRun: []string{"-C", "-L"}},
+	}
+})
 
 // wrapper judges a wrapper and the command it runs.
 func (a *analyzer) wrapper(name string, spec wrapperSpec, words []word, env envInfo, h how) {
@@ -268,8 +272,10 @@ func validName(s string) bool {
 var shellSpec = newSpec(stylePOSIX, "+ -c -e -u -x -v -f -C -n -s -o: --norc --noprofile --noediting --restricted -r")
 
 // harmlessShellOptions are the names -o may set.
-var harmlessShellOptions = map[string]bool{"errexit": true, "nounset": true, "pipefail": true, "xtrace": true,
-	"verbose": true, "noglob": true, "noclobber": true, "noexec": true}
+var harmlessShellOptions = lazyTable(func() map[string]bool {
+	return map[string]bool{"errexit": true, "nounset": true, "pipefail": true, "xtrace": true,
+		"verbose": true, "noglob": true, "noclobber": true, "noexec": true}
+})
 
 // shell judges sh/bash/…: with -c and a literal script, the script is
 // parsed and judged; fed a literal here-document and no script file, the
@@ -278,7 +284,7 @@ func (a *analyzer) shell(name string, words []word, env envInfo, h how) {
 	sc := shellSpec.scan(name, words[1:])
 	problem := sc.problem
 	for _, o := range sc.opts {
-		if (o.name == "-o" || o.name == "+o") && o.val != nil && (!o.val.lit || !harmlessShellOptions[o.val.text]) {
+		if (o.name == "-o" || o.name == "+o") && o.val != nil && (!o.val.lit || !harmlessShellOptions()[o.val.text]) {
 			problem = name + " -o " + o.val.text + " is not known to be harmless"
 		}
 	}

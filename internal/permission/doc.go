@@ -35,6 +35,11 @@
 // reports the file otherwise, with the hash to approve and a summary of its
 // rules for the question.
 //
+// The built-in tables (the read-only list, subcommands, option allowlists,
+// name lists) are built on first use, not at package init, so a process
+// that links the package but judges nothing pays nothing for them;
+// TablesBuilt counts what was built.
+//
 // docs/permissions.md describes the behaviour for users; a test reads its
 // examples table.
 //

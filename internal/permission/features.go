@@ -2,7 +2,6 @@ package permission
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -102,7 +101,9 @@ func nestedSingleQuotes(n syntax.Node) bool {
 
 // harmlessAtOps are the ${x@op} transformations that do not evaluate the
 // value: quoting, escapes, attributes, case.
-var harmlessAtOps = map[string]bool{"Q": true, "E": true, "a": true, "A": true, "K": true, "k": true, "U": true, "u": true, "L": true}
+var harmlessAtOps = lazyTable(func() map[string]bool {
+	return map[string]bool{"Q": true, "E": true, "a": true, "A": true, "K": true, "k": true, "U": true, "u": true, "L": true}
+})
 
 // param judges a parameter expansion: plain names, lengths, defaults,
 // pattern removal and replacement, case changes and numeric subscripts
@@ -140,7 +141,7 @@ func (a *analyzer) param(pe *syntax.ParamExp) {
 			a.an.effect(src, "assigns an array element")
 		}
 	case syntax.OtherParamOps:
-		if op := pe.Exp.Word.Lit(); !harmlessAtOps[op] {
+		if op := pe.Exp.Word.Lit(); !harmlessAtOps()[op] {
 			a.an.effect(src, "${…@"+op+"} evaluates the value (prompt expansion runs commands)")
 		}
 	case syntax.MatchEmpty, syntax.ArrayExclude, syntax.ArrayIntersect:
@@ -155,7 +156,7 @@ func allIndex(x syntax.ArithmExpr) bool {
 }
 
 // numberLit matches the integer constants of bash arithmetic.
-var numberLit = regexp.MustCompile(`^([0-9]+|0[xX][0-9a-fA-F]+|[0-9]+#[0-9a-zA-Z@_]+)$`)
+var numberLit = lazyRegexp(`^([0-9]+|0[xX][0-9a-fA-F]+|[0-9]+#[0-9a-zA-Z@_]+)$`)
 
 // arithm judges an arithmetic expression: harmless when its operands are
 // integer constants and numeric special parameters ($#, $?, $$, $!,
@@ -167,7 +168,7 @@ func (a *analyzer) arithm(x syntax.ArithmExpr, src string) {
 	syntax.Walk(x, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.Word:
-			if numberLit.MatchString(n.Lit()) {
+			if numberLit().MatchString(n.Lit()) {
 				return false
 			}
 			if len(n.Parts) == 1 {
@@ -208,16 +209,18 @@ func numericParam(pe *syntax.ParamExp) bool {
 
 // arithmeticTestOps are the [[ ]] operators that evaluate their operands
 // as arithmetic.
-var arithmeticTestOps = map[syntax.BinTestOperator]bool{
-	syntax.TsEql: true, syntax.TsNeq: true, syntax.TsLeq: true, syntax.TsGeq: true, syntax.TsLss: true, syntax.TsGtr: true,
-}
+var arithmeticTestOps = lazyTable(func() map[syntax.BinTestOperator]bool {
+	return map[syntax.BinTestOperator]bool{
+		syntax.TsEql: true, syntax.TsNeq: true, syntax.TsLeq: true, syntax.TsGeq: true, syntax.TsLss: true, syntax.TsGtr: true,
+	}
+})
 
 // test judges a [[ … ]] expression: -eq and friends evaluate their
 // operands as arithmetic, -v and -R evaluate a subscript.
 func (a *analyzer) test(x syntax.TestExpr) {
 	switch x := x.(type) {
 	case *syntax.BinaryTest:
-		if arithmeticTestOps[x.Op] {
+		if arithmeticTestOps()[x.Op] {
 			for _, side := range []syntax.TestExpr{x.X, x.Y} {
 				if w, ok := side.(*syntax.Word); ok {
 					a.arithm(w, "[[ "+nodeSource(x)+" ]]")

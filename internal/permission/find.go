@@ -5,23 +5,25 @@ import "strings"
 // findPrimaries are the find expression words known to be read-only, by
 // the number of values each takes. -exec and friends are handled apart;
 // -delete, -fprint* and -fls write and are not listed.
-var findPrimaries = map[string]int{
-	// operators
-	"(": 0, ")": 0, "!": 0, ",": 0, "-not": 0, "-a": 0, "-and": 0, "-o": 0, "-or": 0,
-	// options
-	"-depth": 0, "-d": 0, "-xdev": 0, "-mount": 0, "-follow": 0, "-noleaf": 0, "-ignore_readdir_race": 0,
-	"-noignore_readdir_race": 0, "-daystart": 0, "-warn": 0, "-nowarn": 0, "-maxdepth": 1, "-mindepth": 1,
-	"-regextype": 1, "-files0-from": 1, "-help": 0, "--help": 0, "-version": 0, "--version": 0,
-	// tests
-	"-name": 1, "-iname": 1, "-path": 1, "-ipath": 1, "-wholename": 1, "-iwholename": 1, "-regex": 1,
-	"-iregex": 1, "-lname": 1, "-ilname": 1, "-type": 1, "-xtype": 1, "-size": 1, "-mtime": 1, "-mmin": 1,
-	"-atime": 1, "-amin": 1, "-ctime": 1, "-cmin": 1, "-used": 1, "-newer": 1, "-anewer": 1, "-cnewer": 1,
-	"-perm": 1, "-user": 1, "-group": 1, "-uid": 1, "-gid": 1, "-nouser": 0, "-nogroup": 0, "-empty": 0,
-	"-links": 1, "-inum": 1, "-samefile": 1, "-readable": 0, "-writable": 0, "-executable": 0,
-	"-true": 0, "-false": 0, "-fstype": 1, "-context": 1,
-	// actions
-	"-print": 0, "-print0": 0, "-printf": 1, "-ls": 0, "-prune": 0, "-quit": 0,
-}
+var findPrimaries = lazyTable(func() map[string]int {
+	return map[string]int{
+		// operators
+		"(": 0, ")": 0, "!": 0, ",": 0, "-not": 0, "-a": 0, "-and": 0, "-o": 0, "-or": 0,
+		// options
+		"-depth": 0, "-d": 0, "-xdev": 0, "-mount": 0, "-follow": 0, "-noleaf": 0, "-ignore_readdir_race": 0,
+		"-noignore_readdir_race": 0, "-daystart": 0, "-warn": 0, "-nowarn": 0, "-maxdepth": 1, "-mindepth": 1,
+		"-regextype": 1, "-files0-from": 1, "-help": 0, "--help": 0, "-version": 0, "--version": 0,
+		// tests
+		"-name": 1, "-iname": 1, "-path": 1, "-ipath": 1, "-wholename": 1, "-iwholename": 1, "-regex": 1,
+		"-iregex": 1, "-lname": 1, "-ilname": 1, "-type": 1, "-xtype": 1, "-size": 1, "-mtime": 1, "-mmin": 1,
+		"-atime": 1, "-amin": 1, "-ctime": 1, "-cmin": 1, "-used": 1, "-newer": 1, "-anewer": 1, "-cnewer": 1,
+		"-perm": 1, "-user": 1, "-group": 1, "-uid": 1, "-gid": 1, "-nouser": 0, "-nogroup": 0, "-empty": 0,
+		"-links": 1, "-inum": 1, "-samefile": 1, "-readable": 0, "-writable": 0, "-executable": 0,
+		"-true": 0, "-false": 0, "-fstype": 1, "-context": 1,
+		// actions
+		"-print": 0, "-print0": 0, "-printf": 1, "-ls": 0, "-prune": 0, "-quit": 0,
+	}
+})
 
 // findNewerXY matches -newerXY (-newermt, -neweraa…).
 func findNewerXY(s string) bool {
@@ -79,7 +81,7 @@ func (a *analyzer) find(words []word, env envInfo, h how) {
 			}
 			continue
 		}
-		n, ok := findPrimaries[t]
+		n, ok := findPrimaries()[t]
 		if !ok && findNewerXY(t) {
 			n, ok = 1, true
 		}

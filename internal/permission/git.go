@@ -104,78 +104,80 @@ const (
 )
 
 // gitSubs are git's read-only subcommands and their allowlists.
-var gitSubs = map[string]program{
-	"log":         std(styleWhole, gitLogOpts),
-	"show":        std(styleWhole, gitLogOpts),
-	"whatchanged": std(styleWhole, gitLogOpts),
-	"rev-list":    std(styleWhole, gitLogOpts+" --quiet --disk-usage:: --exclude-promisor-objects --use-bitmap-index --indexed-objects"),
-	"shortlog":    std(styleWhole, gitRevOpts+" -s -e -c -w:: --numbered --summary --email --committer --group: --format:: -h"),
-	"diff":        std(styleWhole, gitDiffOpts),
-	"diff-tree":   std(styleWhole, gitDiffOpts),
-	"diff-files":  std(styleWhole, gitDiffOpts+" -q"),
-	"diff-index":  std(styleWhole, gitDiffOpts),
-	"range-diff":  std(styleWhole, gitDiffOpts+" --creation-factor: --no-dual-color --left-only --right-only"),
-	"status": std(styleGNU, "-s -b -z -v -u:: -M:: --short --branch --porcelain:: --long --show-stash --ahead-behind "+
-		"--no-ahead-behind --untracked-files:: --ignored:: --ignore-submodules:: --column:: --no-column --renames "+
-		"--no-renames --find-renames:: --null --verbose -h --help"),
-	"blame": std(styleGNU, "-b -c -e -f -l -n -p -s -t -w -M:: -C:: -L: -S: --root --show-stats --porcelain --line-porcelain "+
-		"--incremental --encoding: --contents: --date: --progress --no-progress --score-debug --show-name "+
-		"--show-number --show-email --abbrev:: --ignore-rev: --ignore-revs-file: --color-lines --color-by-age "+
-		"--minimal --reverse: --first-parent -h --help"),
-	"annotate": std(styleGNU, "-b -c -e -f -l -n -p -s -t -w -M:: -C:: -L: -S: --root --show-stats --porcelain --incremental "+
-		"--encoding: --contents: --date: --show-name --show-number --show-email --abbrev:: -h --help"),
-	"describe": std(styleGNU, "--all --tags --contains --abbrev:: --candidates: --exact-match --debug --long --match: --exclude: "+
-		"--always --first-parent --dirty:: --broken:: -h --help"),
-	"rev-parse": std(styleGNU, "--show-toplevel --git-dir --absolute-git-dir --git-common-dir --is-inside-work-tree "+
-		"--is-inside-git-dir --is-bare-repository --is-shallow-repository --show-prefix --show-cdup "+
-		"--show-superproject-working-tree --abbrev-ref:: --short:: --verify --quiet -q --symbolic --symbolic-full-name "+
-		"--all --branches:: --tags:: --remotes:: --glob: --exclude: --default: --prefix: --sq --sq-quote --not "+
-		"--revs-only --no-revs --flags --no-flags --local-env-vars --path-format: --git-path: --show-object-format:: "+
-		"--resolve-git-dir: --since: --after: --until: --before: --shared-index-path --disambiguate: --end-of-options -h --help"),
-	"ls-files": std(styleGNU, "-c -d -m -o -i -s -u -k -z -t -v -f --cached --deleted --modified --others --ignored --stage "+
-		"--unmerged --killed --directory --no-empty-directory --eol --exclude: -x: --exclude-from: -X: "+
-		"--exclude-per-directory: --exclude-standard --error-unmatch --with-tree: --full-name --recurse-submodules "+
-		"--abbrev:: --debug --deduplicate --sparse --format: --resolve-undo -h --help"),
-	"ls-tree": std(styleGNU, "-d -r -t -l -z --long --name-only --name-status --object-only --full-name --full-tree --abbrev:: --format: -h --help"),
-	"cat-file": std(styleGNU, "-t -s -e -p --batch:: --batch-check:: --batch-command:: --batch-all-objects --buffer "+
-		"--follow-symlinks --unordered --textconv --filters --path: --allow-unknown-type --use-mailmap --no-use-mailmap -Z -h --help"),
-	"merge-base": std(styleGNU, "-a --all --octopus --independent --is-ancestor --fork-point -h --help"),
-	"name-rev":   std(styleGNU, "--tags --refs: --exclude: --all --annotate-stdin --name-only --no-undefined --always -h --help"),
-	"for-each-ref": std(styleGNU, "--count: --shell -s --perl -p --python --tcl --sort: --format: --color:: --points-at: "+
-		"--merged: --no-merged: --contains: --no-contains: --ignore-case --omit-empty --stdin --exclude: "+
-		"--include-root-refs -h --help"),
-	"show-ref": std(styleGNU, "--head --heads --tags --branches -d --dereference -s --hash:: --abbrev:: --verify -q --quiet "+
-		"--exclude-existing:: --exists -h --help"),
-	"show-branch": std(styleGNU, "-a -r -g --all --remotes --topo-order --date-order --current --color:: --no-color --more: "+
-		"--list --merge-base --independent --no-name --sha1-name --sparse --topics --reflog:: -h --help"),
-	"check-ignore":  std(styleGNU, "-q -v -n -z --quiet --verbose --non-matching --stdin --no-index -h --help"),
-	"check-attr":    std(styleGNU, "-a -z --all --cached --stdin --source: -h --help"),
-	"count-objects": std(styleGNU, "-v -H --verbose --human-readable -h --help"),
-	"cherry":        std(styleGNU, "-v --abbrev:: -h --help"),
-	"version":       std(styleGNU, "--build-options -h --help"),
-	"grep": std(styleGNU, "# -e: -f: -i -v -w -n -l -L -c -h -H -o -q -E -F -G -P -r -I -W -p -z -a -A: -B: -C: -m: "+
-		"--cached --untracked --no-index --no-recursive --recurse-submodules --max-depth: --and --or --not "+
-		"--all-match --heading --break --color:: --no-color --column --null --full-name --threads: "+
-		"--exclude-standard --no-exclude-standard --name-only --files-with-matches --files-without-match --count "+
-		"--line-number --ignore-case --word-regexp --invert-match --extended-regexp --fixed-strings "+
-		"--basic-regexp --perl-regexp --only-matching --quiet --text --textconv --no-textconv --max-count: "+
-		"--function-context --show-function --no-index --recursive --help"),
-	"branch": {spec: newSpec(styleGNU, "-a -r -v -l -i -q --all --remotes --verbose --list --show-current --no-color --color:: "+
-		"--no-column --column:: --ignore-case --omit-empty --no-abbrev --abbrev:: --quiet --sort: --format: "+
-		"--points-at: --contains: --no-contains: --merged: --no-merged: -h --help"), check: listing("--list", "-l")},
-	"tag": {spec: newSpec(styleGNU, "-l -i -n:: --list --no-column --column:: --ignore-case --color:: --omit-empty --sort: "+
-		"--format: --points-at: --contains: --no-contains: --merged: --no-merged: -h --help"), check: listing("--list", "-l", "-n")},
-	"help": std(styleGNU, "-a -g -c -m --all --guides --config --man --user-interfaces --developer-interfaces --verbose "+
-		"--no-verbose --no-external-commands --no-aliases"),
-	"remote":    {custom: gitRemote},
-	"config":    {custom: gitConfig},
-	"stash":     {custom: gitGroup(map[string]program{"list": std(styleWhole, gitLogOpts), "show": std(styleWhole, gitDiffOpts+" --include-untracked --only-untracked")}, "")},
-	"worktree":  {custom: gitGroup(map[string]program{"list": std(styleGNU, "--porcelain -z -v --verbose --expire:")}, "")},
-	"submodule": {custom: gitSubmodule},
-	"reflog": {custom: gitGroup(map[string]program{"show": std(styleWhole, gitLogOpts),
-		"exists": std(styleGNU, "")}, "show")},
-	"notes": {custom: gitNotes},
-}
+var gitSubs = lazyTable(func() map[string]program {
+	return map[string]program{
+		"log":         std(styleWhole, gitLogOpts),
+		"show":        std(styleWhole, gitLogOpts),
+		"whatchanged": std(styleWhole, gitLogOpts),
+		"rev-list":    std(styleWhole, gitLogOpts+" --quiet --disk-usage:: --exclude-promisor-objects --use-bitmap-index --indexed-objects"),
+		"shortlog":    std(styleWhole, gitRevOpts+" -s -e -c -w:: --numbered --summary --email --committer --group: --format:: -h"),
+		"diff":        std(styleWhole, gitDiffOpts),
+		"diff-tree":   std(styleWhole, gitDiffOpts),
+		"diff-files":  std(styleWhole, gitDiffOpts+" -q"),
+		"diff-index":  std(styleWhole, gitDiffOpts),
+		"range-diff":  std(styleWhole, gitDiffOpts+" --creation-factor: --no-dual-color --left-only --right-only"),
+		"status": std(styleGNU, "-s -b -z -v -u:: -M:: --short --branch --porcelain:: --long --show-stash --ahead-behind "+
+			"--no-ahead-behind --untracked-files:: --ignored:: --ignore-submodules:: --column:: --no-column --renames "+
+			"--no-renames --find-renames:: --null --verbose -h --help"),
+		"blame": std(styleGNU, "-b -c -e -f -l -n -p -s -t -w -M:: -C:: -L: -S: --root --show-stats --porcelain --line-porcelain "+
+			"--incremental --encoding: --contents: --date: --progress --no-progress --score-debug --show-name "+
+			"--show-number --show-email --abbrev:: --ignore-rev: --ignore-revs-file: --color-lines --color-by-age "+
+			"--minimal --reverse: --first-parent -h --help"),
+		"annotate": std(styleGNU, "-b -c -e -f -l -n -p -s -t -w -M:: -C:: -L: -S: --root --show-stats --porcelain --incremental "+
+			"--encoding: --contents: --date: --show-name --show-number --show-email --abbrev:: -h --help"),
+		"describe": std(styleGNU, "--all --tags --contains --abbrev:: --candidates: --exact-match --debug --long --match: --exclude: "+
+			"--always --first-parent --dirty:: --broken:: -h --help"),
+		"rev-parse": std(styleGNU, "--show-toplevel --git-dir --absolute-git-dir --git-common-dir --is-inside-work-tree "+
+			"--is-inside-git-dir --is-bare-repository --is-shallow-repository --show-prefix --show-cdup "+
+			"--show-superproject-working-tree --abbrev-ref:: --short:: --verify --quiet -q --symbolic --symbolic-full-name "+
+			"--all --branches:: --tags:: --remotes:: --glob: --exclude: --default: --prefix: --sq --sq-quote --not "+
+			"--revs-only --no-revs --flags --no-flags --local-env-vars --path-format: --git-path: --show-object-format:: "+
+			"--resolve-git-dir: --since: --after: --until: --before: --shared-index-path --disambiguate: --end-of-options -h --help"),
+		"ls-files": std(styleGNU, "-c -d -m -o -i -s -u -k -z -t -v -f --cached --deleted --modified --others --ignored --stage "+
+			"--unmerged --killed --directory --no-empty-directory --eol --exclude: -x: --exclude-from: -X: "+
+			"--exclude-per-directory: --exclude-standard --error-unmatch --with-tree: --full-name --recurse-submodules "+
+			"--abbrev:: --debug --deduplicate --sparse --format: --resolve-undo -h --help"),
+		"ls-tree": std(styleGNU, "-d -r -t -l -z --long --name-only --name-status --object-only --full-name --full-tree --abbrev:: --format: -h --help"),
+		"cat-file": std(styleGNU, "-t -s -e -p --batch:: --batch-check:: --batch-command:: --batch-all-objects --buffer "+
+			"--follow-symlinks --unordered --textconv --filters --path: --allow-unknown-type --use-mailmap --no-use-mailmap -Z -h --help"),
+		"merge-base": std(styleGNU, "-a --all --octopus --independent --is-ancestor --fork-point -h --help"),
+		"name-rev":   std(styleGNU, "--tags --refs: --exclude: --all --annotate-stdin --name-only --no-undefined --always -h --help"),
+		"for-each-ref": std(styleGNU, "--count: --shell -s --perl -p --python --tcl --sort: --format: --color:: --points-at: "+
+			"--merged: --no-merged: --contains: --no-contains: --ignore-case --omit-empty --stdin --exclude: "+
+			"--include-root-refs -h --help"),
+		"show-ref": std(styleGNU, "--head --heads --tags --branches -d --dereference -s --hash:: --abbrev:: --verify -q --quiet "+
+			"--exclude-existing:: --exists -h --help"),
+		"show-branch": std(styleGNU, "-a -r -g --all --remotes --topo-order --date-order --current --color:: --no-color --more: "+
+			"--list --merge-base --independent --no-name --sha1-name --sparse --topics --reflog:: -h --help"),
+		"check-ignore":  std(styleGNU, "-q -v -n -z --quiet --verbose --non-matching --stdin --no-index -h --help"),
+		"check-attr":    std(styleGNU, "-a -z --all --cached --stdin --source: -h --help"),
+		"count-objects": std(styleGNU, "-v -H --verbose --human-readable -h --help"),
+		"cherry":        std(styleGNU, "-v --abbrev:: -h --help"),
+		"version":       std(styleGNU, "--build-options -h --help"),
+		"grep": std(styleGNU, "# -e: -f: -i -v -w -n -l -L -c -h -H -o -q -E -F -G -P -r -I -W -p -z -a -A: -B: -C: -m: "+
+			"--cached --untracked --no-index --no-recursive --recurse-submodules --max-depth: --and --or --not "+
+			"--all-match --heading --break --color:: --no-color --column --null --full-name --threads: "+
+			"--exclude-standard --no-exclude-standard --name-only --files-with-matches --files-without-match --count "+
+			"--line-number --ignore-case --word-regexp --invert-match --extended-regexp --fixed-strings "+
+			"--basic-regexp --perl-regexp --only-matching --quiet --text --textconv --no-textconv --max-count: "+
+			"--function-context --show-function --no-index --recursive --help"),
+		"branch": {spec: newSpec(styleGNU, "-a -r -v -l -i -q --all --remotes --verbose --list --show-current --no-color --color:: "+
+			"--no-column --column:: --ignore-case --omit-empty --no-abbrev --abbrev:: --quiet --sort: --format: "+
+			"--points-at: --contains: --no-contains: --merged: --no-merged: -h --help"), check: listing("--list", "-l")},
+		"tag": {spec: newSpec(styleGNU, "-l -i -n:: --list --no-column --column:: --ignore-case --color:: --omit-empty --sort: "+
+			"--format: --points-at: --contains: --no-contains: --merged: --no-merged: -h --help"), check: listing("--list", "-l", "-n")},
+		"help": std(styleGNU, "-a -g -c -m --all --guides --config --man --user-interfaces --developer-interfaces --verbose "+
+			"--no-verbose --no-external-commands --no-aliases"),
+		"remote":    {custom: gitRemote},
+		"config":    {custom: gitConfig},
+		"stash":     {custom: gitGroup(map[string]program{"list": std(styleWhole, gitLogOpts), "show": std(styleWhole, gitDiffOpts+" --include-untracked --only-untracked")}, "")},
+		"worktree":  {custom: gitGroup(map[string]program{"list": std(styleGNU, "--porcelain -z -v --verbose --expire:")}, "")},
+		"submodule": {custom: gitSubmodule},
+		"reflog": {custom: gitGroup(map[string]program{"show": std(styleWhole, gitLogOpts),
+			"exists": std(styleGNU, "")}, "show")},
+		"notes": {custom: gitNotes},
+	}
+})
 
 // listing is the check of git branch and git tag: a name creates one
 // unless it lists (--list, -l, -n).
@@ -207,7 +209,7 @@ func gitReadOnly(prog string, args []word, open bool) roResult {
 		return notRO("git: the subcommand %s is only known at run time", rest[0].text)
 	}
 	sub := rest[0].text
-	p, ok := gitSubs[sub]
+	p, ok := gitSubs()[sub]
 	if !ok {
 		return notRO("git %s is not on the read-only list", sub)
 	}

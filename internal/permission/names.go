@@ -4,22 +4,26 @@ import "strings"
 
 // readOnlyNames are upper-case variables a read-only command may be given:
 // locale, time zone, terminal and colour settings.
-var readOnlyNames = map[string]bool{
-	"LANG": true, "LANGUAGE": true, "TZ": true, "TERM": true, "COLUMNS": true, "LINES": true,
-	"NO_COLOR": true, "FORCE_COLOR": true, "CLICOLOR": true, "CLICOLOR_FORCE": true,
-	"GREP_COLOR": true, "GREP_COLORS": true, "LS_COLORS": true, "TIME_STYLE": true,
-	"QUOTING_STYLE": true,
-}
+var readOnlyNames = lazyTable(func() map[string]bool {
+	return map[string]bool{
+		"LANG": true, "LANGUAGE": true, "TZ": true, "TERM": true, "COLUMNS": true, "LINES": true,
+		"NO_COLOR": true, "FORCE_COLOR": true, "CLICOLOR": true, "CLICOLOR_FORCE": true,
+		"GREP_COLOR": true, "GREP_COLORS": true, "LS_COLORS": true, "TIME_STYLE": true,
+		"QUOTING_STYLE": true,
+	}
+})
 
 // harmlessNames are upper-case variables known not to change which code
 // a program runs: build targets, log levels, modes. They keep a command
 // from being read-only but do not stop an allow rule from covering it.
-var harmlessNames = map[string]bool{
-	"CGO_ENABLED": true, "GOOS": true, "GOARCH": true, "GOARM": true, "GOAMD64": true, "GOMAXPROCS": true,
-	"GOTRACEBACK": true, "RUST_BACKTRACE": true, "RUST_LOG": true, "NODE_ENV": true, "CI": true, "DEBUG": true,
-	"VERBOSE": true, "PYTHONUNBUFFERED": true, "PYTHONDONTWRITEBYTECODE": true, "RAILS_ENV": true, "PORT": true,
-	"TF_LOG": true, "LOG_LEVEL": true, "TIMEOUT": true,
-}
+var harmlessNames = lazyTable(func() map[string]bool {
+	return map[string]bool{
+		"CGO_ENABLED": true, "GOOS": true, "GOARCH": true, "GOARM": true, "GOAMD64": true, "GOMAXPROCS": true,
+		"GOTRACEBACK": true, "RUST_BACKTRACE": true, "RUST_LOG": true, "NODE_ENV": true, "CI": true, "DEBUG": true,
+		"VERBOSE": true, "PYTHONUNBUFFERED": true, "PYTHONDONTWRITEBYTECODE": true, "RAILS_ENV": true, "PORT": true,
+		"TF_LOG": true, "LOG_LEVEL": true, "TIMEOUT": true,
+	}
+})
 
 // sensitiveLower are prefixes and suffixes of lower-case variables that
 // programs read as configuration: npm's and yarn's settings, proxies.
@@ -51,9 +55,9 @@ func classifyName(name string) (notRO, sensitive bool) {
 		return false, false
 	}
 	switch {
-	case readOnlyNames[name] || strings.HasPrefix(name, "LC_"):
+	case readOnlyNames()[name] || strings.HasPrefix(name, "LC_"):
 		return false, false
-	case harmlessNames[name]:
+	case harmlessNames()[name]:
 		return true, false
 	}
 	return true, true

@@ -3,6 +3,7 @@ package permission
 import (
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // optKind says whether an option takes a value.
@@ -48,6 +49,9 @@ const (
 // command not read-only. It is built by newSpec from a compact text.
 type optSpec struct {
 	style optStyle
+	text  string    // the compact text newSpec was given
+	once  sync.Once // parse runs on the first scan, not at package init
+	// The fields below are set by parse.
 	short map[byte]optKind
 	long  map[string]optKind // by name without dashes; styleWhole and styleGo: the whole word without its first dash
 	// digits: "-5" is an option (head -5, git log -3, nice -10).
@@ -72,10 +76,25 @@ type optSpec struct {
 //	+       "+x" clusters are options too (sh +e)
 //
 // In styleWhole and styleGo every word is a whole option name.
-// It panics on a malformed spec: specs are constants of this package.
+// The text is parsed on the spec's first use (see parsed), which panics on
+// a malformed one: specs are constants of this package (a test parses
+// every one).
 func newSpec(style optStyle, text string) *optSpec {
-	s := &optSpec{style: style, short: map[byte]optKind{}, long: map[string]optKind{}}
-	for _, f := range strings.Fields(text) {
+	return &optSpec{style: style, text: text}
+}
+
+// parsed returns s with its option tables built (once, on first use).
+func (s *optSpec) parsed() *optSpec {
+	s.once.Do(s.parse)
+	return s
+}
+
+// parse builds s's option tables from its text.
+func (s *optSpec) parse() {
+	built.Add(1)
+	style := s.style
+	s.short, s.long = map[byte]optKind{}, map[string]optKind{}
+	for _, f := range strings.Fields(s.text) {
 		switch f {
 		case "#":
 			s.digits = true
@@ -112,7 +131,6 @@ func newSpec(style optStyle, text string) *optSpec {
 			panic("permission: bad spec word " + f)
 		}
 	}
-	return s
 }
 
 // opt is one option as read: its canonical name ("-n", "--lines") and
@@ -168,6 +186,7 @@ func (s *scanned) value(names ...string) (word, bool) {
 
 // scan reads args (the words after the program name) against the spec.
 func (s *optSpec) scan(prog string, args []word) scanned {
+	s.parsed()
 	var out scanned
 	fail := func(format string, a ...any) scanned {
 		if out.problem == "" {

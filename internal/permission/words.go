@@ -281,11 +281,13 @@ func joinRule(ws []string) string {
 
 // systemDirs are the directories whose programs are judged by their base
 // name: /usr/bin/git is git, ./git is not.
-var systemDirs = map[string]bool{
-	"/bin": true, "/usr/bin": true, "/usr/local/bin": true,
-	"/sbin": true, "/usr/sbin": true, "/usr/local/sbin": true,
-	"/opt/homebrew/bin": true,
-}
+var systemDirs = lazyTable(func() map[string]bool {
+	return map[string]bool{
+		"/bin": true, "/usr/bin": true, "/usr/local/bin": true,
+		"/sbin": true, "/usr/sbin": true, "/usr/local/sbin": true,
+		"/opt/homebrew/bin": true,
+	}
+})
 
 // programName is the name a command word is judged by: the word itself
 // when it has no slash, its base name when it lies in a system directory,
@@ -294,7 +296,7 @@ func programName(s string) string {
 	if !strings.Contains(s, "/") {
 		return s
 	}
-	if systemDirs[path.Dir(s)] {
+	if systemDirs()[path.Dir(s)] {
 		return path.Base(s)
 	}
 	return s
