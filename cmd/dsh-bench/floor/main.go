@@ -1,6 +1,8 @@
 // Command floor is a start-up reference for dsh-bench: ../minimal linked
-// with the libraries dsh-acp uses, so their package initialisation and
-// binary size count, and nothing else.
+// with every third-party library the daemon links (the list is
+// `go list -deps ./cmd/dsh-acp` outside the module, less what these pull
+// in), so their package initialisation and binary size count, and nothing
+// else.
 package main
 
 import (
@@ -8,8 +10,14 @@ import (
 	"os"
 
 	_ "github.com/coder/acp-go-sdk"
+	_ "github.com/modelcontextprotocol/go-sdk/mcp"
 	_ "github.com/sashabaranov/go-openai"
 	_ "go.uber.org/zap"
+	_ "golang.org/x/crypto/ssh"
+	_ "golang.org/x/crypto/ssh/agent"
+	_ "golang.org/x/crypto/ssh/knownhosts"
+	_ "golang.org/x/sys/unix"
+	_ "mvdan.cc/sh/v3/expand"
 	_ "mvdan.cc/sh/v3/syntax"
 )
 
