@@ -21,13 +21,24 @@ import (
 // removed and never advertised; a failure (not the cap) is kept as the
 // spill error the results report.
 //
+// Each byte is copied into one ring while only one stream has printed (the
+// common case: the interleaved ring is that stream's tail, and a result
+// hands the one buffer out as both). Per-stream rings start when the second
+// stream first prints: the first stream's ring starts as a copy of the
+// interleaved one, which until then held nothing else.
+//
 // write never fails and never blocks on anything but the spill file (the
 // local disk, or a spawner's SpillStore), so the pipes are always drained
-// and a child never gets SIGPIPE from us.
+// and a child never gets SIGPIPE from us. Removing an abandoned spill file
+// (freeing up to SpillCap of page cache) is left to a goroutine that
+// finish waits for.
 type capture struct {
-	mu       sync.Mutex
-	out, err *ring // per stream; nil for background tasks
-	all      ring  // both streams interleaved in arrival order
+	mu      sync.Mutex
+	streams bool            // keep per-stream tails (a foreground run)
+	solo    executor.Stream // the one stream printed so far; 0: none
+	out     *ring           // per stream, once two printed; nil until then
+	err     *ring
+	all     ring // both streams interleaved in arrival order
 
 	spills     SpillStore // nil: spilling disabled
 	owner      string
@@ -41,6 +52,9 @@ type capture struct {
 	size   int64
 	failed bool   // the spill is incomplete or unavailable, for good
 	errMsg string // why, when a create, write or close failed
+	// removed is closed once an abandoned spill file is closed and
+	// removed; nil while none was abandoned.
+	removed chan struct{}
 }
 
 type captureOpts struct {
@@ -55,13 +69,9 @@ type captureOpts struct {
 }
 
 func newCapture(o captureOpts) *capture {
-	c := &capture{all: newRing(o.size), spills: o.spills, owner: o.owner, base: o.base, spillCap: o.spillCap, spillAfter: int64(min(o.spillAfter, o.size)), log: o.log}
+	c := &capture{streams: o.streams, all: newRing(o.size), spills: o.spills, owner: o.owner, base: o.base, spillCap: o.spillCap, spillAfter: int64(min(o.spillAfter, o.size)), log: o.log}
 	if c.spillAfter <= 0 {
 		c.spillAfter = int64(o.size)
-	}
-	if o.streams {
-		out, err := newRing(o.size), newRing(o.size)
-		c.out, c.err = &out, &err
 	}
 	return c
 }
@@ -70,16 +80,58 @@ func newCapture(o captureOpts) *capture {
 func (c *capture) write(st executor.Stream, p []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch {
-	case c.out != nil && st == executor.Stdout:
-		c.out.write(p)
-	case c.err != nil && st == executor.Stderr:
-		c.err.write(p)
+	if c.streams {
+		c.writeStream(st, p)
 	}
 	if c.file != nil || (!c.failed && c.all.total+int64(len(p)) > c.spillAfter) {
 		c.spill(p)
 	}
 	c.all.write(p)
+}
+
+// writeStream keeps p in st's own ring once two streams have printed.
+// Called with mu held, before p reaches all. Bytes of a stream other than
+// stdout and stderr go to neither ring.
+func (c *capture) writeStream(st executor.Stream, p []byte) {
+	known := st == executor.Stdout || st == executor.Stderr
+	switch {
+	case c.out != nil:
+	case known && (c.solo == 0 || c.solo == st):
+		c.solo = st // all is st's tail
+		return
+	default:
+		c.split()
+	}
+	switch st {
+	case executor.Stdout:
+		c.out.write(p)
+	case executor.Stderr:
+		c.err.write(p)
+	}
+}
+
+// split starts the per-stream rings, the solo stream's with all's bytes
+// (which are its alone). Called with mu held.
+func (c *capture) split() {
+	out, err := newRing(c.all.size), newRing(c.all.size)
+	c.out, c.err = &out, &err
+	if first := c.soloRing(); first != nil {
+		a, b := c.all.segments()
+		first.total = c.all.start()
+		first.write(a)
+		first.write(b)
+	}
+}
+
+// soloRing is the per-stream ring of the solo stream, or nil.
+func (c *capture) soloRing() *ring {
+	switch c.solo {
+	case executor.Stdout:
+		return c.out
+	case executor.Stderr:
+		return c.err
+	}
+	return nil
 }
 
 // spill appends p to the spill file, opening it with the held prefix first.
@@ -121,34 +173,41 @@ func (c *capture) append(p []byte) {
 	c.size += int64(len(p))
 }
 
-// abandon closes (unless closed) and removes an incomplete spill file.
-// Called with mu held.
+// abandon closes (unless closed) and removes an incomplete spill file, on
+// a goroutine of its own: freeing a large file's pages takes a while, and
+// the pipes must go on draining. finish waits for it. Called with mu held.
 func (c *capture) abandon(reason string, closed bool) {
 	c.log.Debug("spill abandoned", zap.String("base", c.base), zap.String("reason", reason))
-	if !closed {
-		c.file.Close()
-	}
-	if err := c.file.Remove(); err != nil {
-		c.log.Warn("spill remove", zap.String("base", c.base), zap.Error(err))
-	}
+	f, base, log := c.file, c.base, c.log
+	c.removed = make(chan struct{})
+	go func(done chan<- struct{}) {
+		defer close(done)
+		if !closed {
+			f.Close()
+		}
+		if err := f.Remove(); err != nil {
+			log.Warn("spill remove", zap.String("base", base), zap.Error(err))
+		}
+	}(c.removed)
 	c.file, c.path, c.failed = nil, "", true
 }
 
-// finish closes the spill file (kept when complete). Called once the pipes
-// are drained.
+// finish closes the spill file (kept when complete); when it returns, an
+// abandoned one is gone. Called once the pipes are drained.
 func (c *capture) finish() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.file == nil {
-		return
+	if c.file != nil {
+		if err := c.file.Close(); err != nil {
+			c.log.Warn("spill close failed", zap.String("base", c.base), zap.Error(err))
+			c.errMsg = errText(err)
+			c.abandon(err.Error(), true)
+		}
+		c.file = nil
 	}
-	if err := c.file.Close(); err != nil {
-		c.log.Warn("spill close failed", zap.String("base", c.base), zap.Error(err))
-		c.errMsg = errText(err)
-		c.abandon(err.Error(), true)
-		return
+	if c.removed != nil {
+		<-c.removed
 	}
-	c.file = nil
 }
 
 // spillPath is the complete spill file's path, or "".
@@ -160,12 +219,21 @@ func (c *capture) spillPath() string {
 }
 
 // result fills a foreground Result's output fields, handing over the
-// rings' buffers. Call it once, after finish.
+// rings' buffers: while one stream alone printed, its tail and Combined
+// are the same slice. Call it once, after finish.
 func (c *capture) result(r *executor.Result) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r.Dropped = c.all.total - int64(c.all.kept())
-	r.Stdout, r.Stderr, r.Combined = c.out.take(), c.err.take(), c.all.take()
+	r.Combined = c.all.take()
+	switch {
+	case c.out != nil:
+		r.Stdout, r.Stderr = c.out.take(), c.err.take()
+	case c.solo == executor.Stdout:
+		r.Stdout = r.Combined
+	case c.solo == executor.Stderr:
+		r.Stderr = r.Combined
+	}
 	r.SpillPath, r.SpillError = c.spillPath(), c.errMsg
 }
 

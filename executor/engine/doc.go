@@ -30,9 +30,10 @@
 // Two goroutines drain stdout and stderr for the command's whole life and
 // never fail, so a child never blocks on a full pipe or dies of SIGPIPE
 // because of us. Output goes to bounded rings (Config.CaptureBytes each:
-// stdout, stderr and the interleaved stream for a foreground run; the
-// interleaved stream for a background task), so memory stays flat however
-// much a command prints. When the output outgrows Config.SpillAfter, a spill
+// the interleaved stream, and for a foreground run whose two streams both
+// printed, stdout's and stderr's too; while one stream alone prints, the
+// interleaved ring is its tail and each byte is copied into that ring
+// only), so memory stays flat however much a command prints. When the output outgrows Config.SpillAfter, a spill
 // file is created (0600, O_EXCL|O_NOFOLLOW, in a 0700 per-owner directory
 // under <StateDir>/spill, all through an os.Root) and receives the complete
 // output from the start; past Config.SpillCap it is removed and never
