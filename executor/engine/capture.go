@@ -16,7 +16,8 @@ import (
 // The spill is lazy: while the output is smaller than spillAfter (never more
 // than the ring) no file exists (a quiet command never touches disk). On the
 // first write past it the ring still holds the complete prefix; it is written
-// to a new spill file and every later write is appended. The file is complete
+// to a new spill file and every later write is appended, from the ring, in
+// pieces of up to spillBatch (and at finish, and before a task read). The file is complete
 // unless a write failed or it passed the size cap, in which case it is
 // removed and never advertised; a failure (not the cap) is kept as the
 // spill error the results report.
@@ -47,15 +48,25 @@ type capture struct {
 	spillAfter int64
 	log        *zap.Logger
 
-	file   SpillFile
-	path   string // absolute; "" until opened
-	size   int64
+	file SpillFile
+	path string // absolute; "" until opened
+	size int64  // bytes written to file
+	// flushed is the offset (in all) up to which output is in the file;
+	// the rest, at most batch bytes, waits in all and is written in one
+	// piece (a pipe read is often 4-8 KiB: one file write each would
+	// cost a system call per read).
+	flushed int64
+	batch   int64
 	failed bool   // the spill is incomplete or unavailable, for good
 	errMsg string // why, when a create, write or close failed
 	// removed is closed once an abandoned spill file is closed and
 	// removed; nil while none was abandoned.
 	removed chan struct{}
 }
+
+// spillBatch is how much output at most waits in the ring before it is
+// written to the spill file.
+const spillBatch = 256 << 10
 
 type captureOpts struct {
 	size       int  // bytes per ring
@@ -73,6 +84,7 @@ func newCapture(o captureOpts) *capture {
 	if c.spillAfter <= 0 {
 		c.spillAfter = int64(o.size)
 	}
+	c.batch = int64(min(spillBatch, o.size))
 	return c
 }
 
@@ -83,8 +95,15 @@ func (c *capture) write(st executor.Stream, p []byte) {
 	if c.streams {
 		c.writeStream(st, p)
 	}
-	if c.file != nil || (!c.failed && c.all.total+int64(len(p)) > c.spillAfter) {
-		c.spill(p)
+	if c.file == nil && !c.failed && c.all.total+int64(len(p)) > c.spillAfter {
+		c.open()
+	}
+	if c.file != nil && c.all.total-c.flushed+int64(len(p)) > c.batch {
+		c.flush()
+		if int64(len(p)) > c.batch { // too big to wait in the ring
+			c.flushed += int64(len(p))
+			c.append(p)
+		}
 	}
 	c.all.write(p)
 }
@@ -134,26 +153,30 @@ func (c *capture) soloRing() *ring {
 	return nil
 }
 
-// spill appends p to the spill file, opening it with the held prefix first.
-// Called with mu held.
-func (c *capture) spill(p []byte) {
-	if c.file == nil {
-		if c.spills == nil {
-			c.failed = true
-			return
-		}
-		f, abs, err := c.spills.Create(c.owner, c.base)
-		if err != nil {
-			c.log.Warn("spill unavailable", zap.String("base", c.base), zap.Error(err))
-			c.failed, c.errMsg = true, errText(err)
-			return
-		}
-		c.file, c.path = f, abs
-		a, b := c.all.segments()
-		c.append(a)
-		c.append(b)
+// open creates the spill file; the ring still holds the complete output
+// (the threshold is within it), which flush writes first. Called with mu
+// held.
+func (c *capture) open() {
+	if c.spills == nil {
+		c.failed = true
+		return
 	}
-	c.append(p)
+	f, abs, err := c.spills.Create(c.owner, c.base)
+	if err != nil {
+		c.log.Warn("spill unavailable", zap.String("base", c.base), zap.Error(err))
+		c.failed, c.errMsg = true, errText(err)
+		return
+	}
+	c.file, c.path, c.flushed = f, abs, c.all.start()
+}
+
+// flush appends the bytes the ring holds past flushed to the spill file.
+// Called with mu held.
+func (c *capture) flush() {
+	a, b := c.all.from(c.flushed)
+	c.flushed = c.all.total
+	c.append(a)
+	c.append(b)
 }
 
 func (c *capture) append(p []byte) {
@@ -197,6 +220,9 @@ func (c *capture) abandon(reason string, closed bool) {
 func (c *capture) finish() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.file != nil {
+		c.flush()
+	}
 	if c.file != nil {
 		if err := c.file.Close(); err != nil {
 			c.log.Warn("spill close failed", zap.String("base", c.base), zap.Error(err))
@@ -244,6 +270,9 @@ func (c *capture) result(r *executor.Result) {
 func (c *capture) since(off int64, r *executor.ReadResult) (next int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.file != nil {
+		c.flush() // a reader may open the file: it holds what was read
+	}
 	r.Output, r.Lost = c.all.since(off)
 	r.SpillPath, r.SpillError = c.spillPath(), c.errMsg
 	return c.all.total

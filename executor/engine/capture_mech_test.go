@@ -137,3 +137,58 @@ func (f *blockingFile) Remove() error {
 	f.s.mu.Unlock()
 	return nil
 }
+
+// The spill file gets the complete output in pieces of about spillBatch,
+// not one write per pipe read, whatever the sizes of the reads; a task
+// read first brings the file up to date.
+func TestCaptureSpillWritesInBatches(t *testing.T) {
+	store := &countingStore{}
+	const size = 1 << 20
+	c := newCapture(captureOpts{size: size, spills: store, owner: "s", base: "bash-1", spillCap: 64 << 20, spillAfter: 32 << 10, log: zap.NewNop()})
+	rng := rand.New(rand.NewPCG(3, 4))
+	var want bytes.Buffer
+	for want.Len() < 8<<20 {
+		n := 1 + rng.IntN(8<<10)
+		if rng.IntN(50) == 0 {
+			n = spillBatch + rng.IntN(size) // bigger than a batch
+		}
+		p := bytes.Repeat([]byte{byte('a' + rng.IntN(26))}, n)
+		c.write(executor.Stdout, p)
+		want.Write(p)
+	}
+	var rr executor.ReadResult
+	c.since(int64(want.Len()), &rr)
+	f := store.file
+	if !bytes.Equal(f.Bytes(), want.Bytes()) {
+		t.Fatalf("after a read the spill file has %d bytes, want %d", f.Len(), want.Len())
+	}
+	if max := 2*want.Len()/spillBatch + 2; f.writes > max {
+		t.Errorf("%d writes for %d bytes, want at most %d", f.writes, want.Len(), max)
+	}
+	c.write(executor.Stdout, []byte("tail"))
+	want.WriteString("tail")
+	c.finish()
+	if !bytes.Equal(f.Bytes(), want.Bytes()) || !f.closed {
+		t.Errorf("finished spill file has %d bytes (closed %v), want %d", f.Len(), f.closed, want.Len())
+	}
+}
+
+type countingStore struct{ file *countingFile }
+
+func (s *countingStore) Create(owner, base string) (SpillFile, string, error) {
+	s.file = &countingFile{}
+	return s.file, "/spill/" + base, nil
+}
+
+type countingFile struct {
+	bytes.Buffer
+	writes int
+	closed bool
+}
+
+func (f *countingFile) Write(p []byte) (int, error) {
+	f.writes++
+	return f.Buffer.Write(p)
+}
+func (f *countingFile) Close() error  { f.closed = true; return nil }
+func (f *countingFile) Remove() error { return nil }

@@ -69,6 +69,17 @@ func (r *ring) segments() (a, b []byte) {
 	return r.buf[r.head:], r.buf[:r.head]
 }
 
+// from returns the held bytes from absolute offset off (at least start)
+// to the end, as at most two slices that alias the buffer.
+func (r *ring) from(off int64) (a, b []byte) {
+	a, b = r.segments()
+	skip := int(max(off-r.start(), 0))
+	if skip >= len(a) {
+		return b[min(skip-len(a), len(b)):], nil
+	}
+	return a[skip:], b
+}
+
 // bytes returns a copy of the held bytes, oldest first.
 func (r *ring) bytes() []byte {
 	a, b := r.segments()
