@@ -57,8 +57,8 @@ type capture struct {
 	// cost a system call per read).
 	flushed int64
 	batch   int64
-	failed bool   // the spill is incomplete or unavailable, for good
-	errMsg string // why, when a create, write or close failed
+	failed  bool   // the spill is incomplete or unavailable, for good
+	errMsg  string // why, when a create, write or close failed
 	// removed is closed once an abandoned spill file is closed and
 	// removed; nil while none was abandoned.
 	removed chan struct{}
