@@ -59,6 +59,7 @@ type capture struct {
 	batch   int64
 	failed  bool   // the spill is incomplete or unavailable, for good
 	errMsg  string // why, when a create, write or close failed
+	live    *live  // the live observer's delivery, if any
 	// removed is closed once an abandoned spill file is closed and
 	// removed; nil while none was abandoned.
 	removed chan struct{}
@@ -106,6 +107,9 @@ func (c *capture) write(st executor.Stream, p []byte) {
 		}
 	}
 	c.all.write(p)
+	if c.live != nil {
+		c.live.wrote(st, len(p))
+	}
 }
 
 // writeStream keeps p in st's own ring once two streams have printed.

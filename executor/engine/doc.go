@@ -52,9 +52,11 @@
 // A spill file that cannot be created or written is removed and the
 // results carry why (Result.SpillError, ReadResult.SpillError).
 //
-// A live observer is fed by one delivery goroutine from a bounded pending
-// buffer, at most one batch per 10 ms while output streams; what it cannot
-// keep up with is dropped and counted in Chunk.Dropped.
+// A live observer is fed by one delivery goroutine that copies what arrived
+// since its last delivery out of the interleaved ring (the pipe readers
+// copy nothing for it), at most one batch per 10 ms while output streams;
+// output it fell behind on by more than the ring (Config.CaptureBytes) is
+// dropped and counted in Chunk.Dropped.
 //
 // # Environment
 //
