@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 )
 
 func TestCardStreamIgnoresChunksAfterClose(t *testing.T) {
@@ -105,7 +106,7 @@ func TestCardStreamCopiesTheCappingChunkOnlyToTheCap(t *testing.T) {
 // Streaming a card's worth of output copies each byte once: into the card
 // output, whose views are what the card receives.
 func TestCardStreamCopiesEachByteOnce(t *testing.T) {
-	const limit = 2 << 20
+	const limit = 1 << 20
 	var forwarded []string
 	c := newCardStream(limit, func(s string) { forwarded = append(forwarded, s) })
 	chunk := executor.Chunk{Stream: executor.Stdout, Data: []byte(strings.Repeat("0123456789abcde\n", 4096))} // 64 KiB
@@ -121,5 +122,22 @@ func TestCardStreamCopiesEachByteOnce(t *testing.T) {
 	}
 	if got := m1.TotalAlloc - m0.TotalAlloc; got > limit+256<<10 {
 		t.Errorf("streaming %d bytes allocated %d", limit, got)
+	}
+}
+
+// A card at its default cap, with the not-shown line naming a long spill
+// path and a dropped line, still fits in what the journal keeps
+// (event.MaxCardOutput): the journal keeps it whole, without a copy.
+func TestCardFitsTheJournal(t *testing.T) {
+	c := newCardStream(DefaultCardOutputLimit, nil)
+	c.observe(executor.Chunk{Stream: executor.Stdout, Data: []byte("start\n")})
+	c.observe(executor.Chunk{Stream: executor.Stdout, Data: []byte("after a gap\n"), Dropped: 123456789})
+	line := []byte(strings.Repeat("printable output 0123456789\n", 1<<10))
+	for range 3 * event.MaxCardOutput / len(line) {
+		c.observe(executor.Chunk{Stream: executor.Stdout, Data: line})
+	}
+	out := c.close("/home/someone/.local/state/dsh-acp/spill/o-"+strings.Repeat("s", 64)+"/run-12-0123456789abcdef.log", "")
+	if len(out) > event.MaxCardOutput || !strings.Contains(out, "bytes not shown; full output: ") {
+		t.Errorf("card output of %d bytes (max %d), ends %q", len(out), event.MaxCardOutput, out[max(0, len(out)-200):])
 	}
 }
