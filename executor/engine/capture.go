@@ -37,9 +37,13 @@ type capture struct {
 	mu      sync.Mutex
 	streams bool            // keep per-stream tails (a foreground run)
 	solo    executor.Stream // the one stream printed so far; 0: none
+	mixed   bool            // two streams printed
 	out     *ring           // per stream, once two printed; nil until then
 	err     *ring
-	all     ring // both streams interleaved in arrival order
+	all     blockRing // both streams interleaved in arrival order
+	// readers are the pipe readers' blocks in all, by stream, while one
+	// stream alone prints: they read straight into them (reserve, commit).
+	readers [3]blockWriter
 
 	spills     SpillStore // nil: spilling disabled
 	owner      string
@@ -81,7 +85,7 @@ type captureOpts struct {
 }
 
 func newCapture(o captureOpts) *capture {
-	c := &capture{streams: o.streams, all: newRing(o.size), spills: o.spills, owner: o.owner, base: o.base, spillCap: o.spillCap, spillAfter: int64(min(o.spillAfter, o.size)), log: o.log}
+	c := &capture{streams: o.streams, all: newBlockRing(o.size), spills: o.spills, owner: o.owner, base: o.base, spillCap: o.spillCap, spillAfter: int64(min(o.spillAfter, o.size)), log: o.log}
 	if c.spillAfter <= 0 {
 		c.spillAfter = int64(o.size)
 	}
@@ -93,6 +97,53 @@ func newCapture(o captureOpts) *capture {
 func (c *capture) write(st executor.Stream, p []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.record(st, p, nil)
+}
+
+// reserve returns room in the interleaved ring for st's pipe reader to
+// read into, or nil when it must read into its own buffer and write: once
+// two streams printed (their reads would cut the ring into a segment per
+// read), or for a stream other than stdout and stderr. Commit what was
+// read with commit; unreserve when the stream ends.
+func (c *capture) reserve(st executor.Stream) []byte {
+	if st != executor.Stdout && st != executor.Stderr {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mixed || (c.solo != 0 && c.solo != st) {
+		c.all.retire(&c.readers[st])
+		return nil
+	}
+	return c.all.reserve(&c.readers[st])
+}
+
+// commit records the n bytes st's reader read into its reserved room.
+func (c *capture) commit(st executor.Stream, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := &c.readers[st]
+	c.record(st, w.b.buf[w.off:w.off+n], w)
+}
+
+// unreserve lets go of st's reader block: the stream ended.
+func (c *capture) unreserve(st executor.Stream) {
+	if st != executor.Stdout && st != executor.Stderr {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.all.retire(&c.readers[st])
+}
+
+// record keeps p, st's output: copied into all, or (w not nil) already
+// in w's reserved room of all. Called with mu held.
+func (c *capture) record(st executor.Stream, p []byte, w *blockWriter) {
+	if c.solo == 0 && (st == executor.Stdout || st == executor.Stderr) {
+		c.solo = st
+	} else if st != c.solo {
+		c.mixed = true
+	}
 	if c.streams {
 		c.writeStream(st, p)
 	}
@@ -106,23 +157,24 @@ func (c *capture) write(st executor.Stream, p []byte) {
 			c.append(p)
 		}
 	}
-	c.all.write(p)
+	if w != nil {
+		c.all.commit(w, len(p))
+	} else {
+		c.all.write(p)
+	}
 	if c.live != nil {
 		c.live.wrote(st, len(p))
 	}
 }
 
 // writeStream keeps p in st's own ring once two streams have printed.
-// Called with mu held, before p reaches all. Bytes of a stream other than
-// stdout and stderr go to neither ring.
+// Called with mu held, before p reaches all (record has noted st). Bytes
+// of a stream other than stdout and stderr go to neither ring.
 func (c *capture) writeStream(st executor.Stream, p []byte) {
-	known := st == executor.Stdout || st == executor.Stderr
-	switch {
-	case c.out != nil:
-	case known && (c.solo == 0 || c.solo == st):
-		c.solo = st // all is st's tail
-		return
-	default:
+	if !c.mixed {
+		return // all is the solo stream's tail
+	}
+	if c.out == nil {
 		c.split()
 	}
 	switch st {
@@ -139,10 +191,8 @@ func (c *capture) split() {
 	out, err := newRing(c.all.size), newRing(c.all.size)
 	c.out, c.err = &out, &err
 	if first := c.soloRing(); first != nil {
-		a, b := c.all.segments()
 		first.total = c.all.start()
-		first.write(a)
-		first.write(b)
+		c.all.each(c.all.start(), first.write)
 	}
 }
 
@@ -177,10 +227,9 @@ func (c *capture) open() {
 // flush appends the bytes the ring holds past flushed to the spill file.
 // Called with mu held.
 func (c *capture) flush() {
-	a, b := c.all.from(c.flushed)
+	from := c.flushed
 	c.flushed = c.all.total
-	c.append(a)
-	c.append(b)
+	c.all.each(from, c.append)
 }
 
 func (c *capture) append(p []byte) {

@@ -32,8 +32,9 @@
 // because of us. Output goes to bounded rings (Config.CaptureBytes each:
 // the interleaved stream, and for a foreground run whose two streams both
 // printed, stdout's and stderr's too; while one stream alone prints, the
-// interleaved ring is its tail and each byte is copied into that ring
-// only), so memory stays flat however much a command prints. When the output outgrows Config.SpillAfter, a spill
+// interleaved ring is its tail, and its pipe reader reads straight into
+// the ring's blocks: the bytes are not copied at all), so memory stays flat
+// however much a command prints. When the output outgrows Config.SpillAfter, a spill
 // file is created (0600, O_EXCL|O_NOFOLLOW, in a 0700 per-owner directory
 // under <StateDir>/spill, all through an os.Root) and receives the complete
 // output from the start; past Config.SpillCap it is removed and never

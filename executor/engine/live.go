@@ -168,8 +168,7 @@ func (l *live) take(b *liveBatch) (done bool) {
 		lost = 0
 		b.recs = append(b.recs, s)
 	}
-	x, y := c.all.from(max(l.next, c.all.start()))
-	b.buf = append(append(b.buf, x...), y...)
+	b.buf = c.all.appendFrom(b.buf, max(l.next, c.all.start()))
 	l.next, l.segs = c.all.total, l.segs[:0]
 	return false
 }

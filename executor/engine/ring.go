@@ -2,7 +2,8 @@ package engine
 
 import "slices"
 
-// ring keeps the last size bytes written to it and counts every byte ever
+// ring keeps the last size bytes written to it (a stream's own tail, once
+// two streams printed; the interleaved stream is a blockRing) and counts every byte ever
 // written, so a reader can address output by absolute offset. Its buffer
 // grows on demand up to size and never beyond: a command that prints nothing
 // costs nothing, one that prints gigabytes costs size bytes.
@@ -67,17 +68,6 @@ func (r *ring) segments() (a, b []byte) {
 		return r.buf, nil
 	}
 	return r.buf[r.head:], r.buf[:r.head]
-}
-
-// from returns the held bytes from absolute offset off (at least start)
-// to the end, as at most two slices that alias the buffer.
-func (r *ring) from(off int64) (a, b []byte) {
-	a, b = r.segments()
-	skip := int(max(off-r.start(), 0))
-	if skip >= len(a) {
-		return b[min(skip-len(a), len(b)):], nil
-	}
-	return a[skip:], b
 }
 
 // bytes returns a copy of the held bytes, oldest first.
