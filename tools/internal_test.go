@@ -141,3 +141,56 @@ func TestCardFitsTheJournal(t *testing.T) {
 		t.Errorf("card output of %d bytes (max %d), ends %q", len(out), event.MaxCardOutput, out[max(0, len(out)-200):])
 	}
 }
+
+// cleanLineRunes is cleanLine's earlier form, on runes: the reference.
+func cleanLineRunes(line string) string {
+	if strings.Contains(line, "\r") {
+		segs := strings.Split(line, "\r")
+		line = ""
+		for j := len(segs) - 1; j >= 0; j-- {
+			if segs[j] != "" {
+				line = segs[j]
+				break
+			}
+		}
+	}
+	out := []rune{}
+	for _, r := range line {
+		switch {
+		case r == '\b':
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+		case r == '\t' || !isControl(r):
+			out = append(out, r)
+		}
+	}
+	return string(out)
+}
+
+func FuzzCleanLineMatchesRunes(f *testing.F) {
+	for _, s := range []string{"a\bb", "é\b\bx", "\x00\x01ok\x7f", "\u0085\u009fé€😀\b", "a\rb\r", "\t\b\b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+		for _, line := range strings.Split(s, "\n") {
+			if got, want := cleanLine(line), cleanLineRunes(line); got != want {
+				t.Fatalf("cleanLine(%q) = %q, want %q", line, got, want)
+			}
+		}
+	})
+}
+
+// Cleaning a megabyte of control bytes (a command printing /dev/zero)
+// costs about the text's size, not four times it.
+func TestCleanTerminalTextAllocatesTheTextOnce(t *testing.T) {
+	nul := strings.Repeat("\x00", 1<<20)
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	out := CleanTerminalText(nul)
+	runtime.ReadMemStats(&m1)
+	if got := m1.TotalAlloc - m0.TotalAlloc; out != "" || got > 1<<20+64<<10 {
+		t.Errorf("cleaning 1 MiB of NULs gave %d bytes and allocated %d", len(out), got)
+	}
+}
