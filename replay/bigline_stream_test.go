@@ -3,15 +3,11 @@ package replay
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 
-	"github.com/dsh-acp/dsh-acp/internal/acptest"
 	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/wirejson"
 )
@@ -164,47 +160,5 @@ func TestBigRecordsAllocateLittle(t *testing.T) {
 		if got := m1.TotalAlloc - m0.TotalAlloc; got > 256<<10 {
 			t.Errorf("%T of 2 MiB: %d bytes allocated", ev, got)
 		}
-	}
-}
-
-// A streamed record that meets a full disk is cut away and kept whole, as
-// any other: the next append after space came back writes it.
-func TestStreamedRecordOnAFullDisk(t *testing.T) {
-	state := acptest.MountTmpfs(t, "1m")
-	s, err := OpenStore(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	const id = "20260102T030405.000000Z-00000000000000ab"
-	j, err := s.Create(id, "/p", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	filler := filepath.Join(state, "filler")
-	acptest.FillDisk(t, filler)
-	card := strings.Repeat("card output line\n", 600<<10/17)
-	err = j.Append(event.ToolResult{ID: "c1", Name: "bash", Result: event.Result{Text: "ok", CardOutput: card}})
-	if !errors.Is(err, ErrKept) || !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("append on a full disk: %v, want ErrKept wrapping ENOSPC", err)
-	}
-	if err := os.Remove(filler); err != nil {
-		t.Fatal(err)
-	}
-	if err := j.Append(event.TurnEnd{StopReason: event.EndTurn}); err != nil {
-		t.Fatalf("append after space came back: %v", err)
-	}
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
-	}
-	l, err := s.Load(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(l.Warnings) != 0 || len(l.Events) != 2 {
-		t.Fatalf("%d events, warnings %q", len(l.Events), l.Warnings)
-	}
-	if r, ok := l.Events[0].(event.ToolResult); !ok || r.Result.CardOutput != card {
-		t.Errorf("event 1 is %T, want the kept result", l.Events[0])
 	}
 }
