@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -116,8 +115,9 @@ type checkpoints struct {
 
 	mu sync.Mutex
 	// pending is, by call id, the output not yet checkpointed: the
-	// chunks themselves (immutable strings, the card's own), joined only
-	// when a checkpoint is written, so live output is not copied again.
+	// chunks themselves (immutable strings, the card's own), handed to
+	// the journal as they are (event.OutputCheckpoint.Parts), which
+	// writes the line from them: live output is not copied again.
 	pending map[string][]string
 	timer   *time.Timer
 	closed  bool
@@ -157,7 +157,8 @@ func (c *checkpoints) flush() {
 		return
 	}
 	for _, id := range slices.Sorted(maps.Keys(pending)) {
-		c.write(event.OutputCheckpoint{ID: id, Data: strings.Join(pending[id], "")})
+		// The chunks as they are: the journal writes them without a join.
+		c.write(event.OutputCheckpoint{ID: id, Parts: pending[id]})
 	}
 }
 

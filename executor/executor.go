@@ -143,6 +143,8 @@ type Result struct {
 	// executor's capture size), for the model.
 	Stdout, Stderr []byte
 	// Combined is the tail of both streams interleaved in arrival order.
+	// It may share its memory with Stdout or Stderr (when one stream
+	// alone printed): treat all three as read-only.
 	Combined []byte
 	// ExitCode is the process's exit status; -1 when it died of a signal.
 	ExitCode int

@@ -32,7 +32,8 @@ func TestBigResultLineMatchesTheGenericEncoding(t *testing.T) {
 		if err := enc.Encode(&r); err != nil {
 			t.Fatal(err)
 		}
-		line, ok, err := newEncoder().bigResultLine(&r)
+		big, ok, err := newEncoder().planResult(&r)
+		line := big.bytes()
 		if err != nil || !ok {
 			t.Fatalf("result %d: ok %v, %v", i, ok, err)
 		}

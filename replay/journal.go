@@ -14,7 +14,8 @@ import (
 
 // Journal is the single writer of one session's journal. It holds the
 // file's flock until Close. Its methods are safe for concurrent use; each
-// record is one write of one whole line.
+// record is one whole line, written at once (a record carrying a large
+// text is written in pieces straight from the text: see writeBig).
 type Journal struct {
 	id  string
 	now func() time.Time
@@ -136,6 +137,9 @@ func (j *Journal) write(r *wireRecord, sync bool) error {
 	r.V, r.Seq = Version, j.seq+1
 	if r.T.IsZero() {
 		r.T = j.now().UTC()
+	}
+	if handled, err := j.writeBig(r, sync); handled {
+		return err
 	}
 	line, err := j.enc.line(r)
 	if err != nil {

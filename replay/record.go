@@ -106,7 +106,11 @@ type wireRecord struct {
 	Text string `json:"text,omitempty"`
 	// TextZ is an output record's text, deflated and base64-encoded, when
 	// JSON escaping would blow it up (see compactText).
-	TextZ     []byte     `json:"textZ,omitempty"`
+	TextZ []byte `json:"textZ,omitempty"`
+	// textParts, when set, is an output record's text as the pieces it
+	// arrived in (Text is empty): the line is written from them (see
+	// bigLine), never joined.
+	textParts []string
 	Reasoning string     `json:"reasoning,omitempty"`
 	ToolCalls []wireCall `json:"toolCalls,omitempty"`
 
@@ -187,7 +191,11 @@ func fromEvent(ev event.Event, r *wireRecord) (bool, error) {
 		r.Type, r.ID, r.Name, r.wireArgs, r.Result = typeToolResult, e.ID, e.Name, encodeArgs(e.Args), encodeResult(e.Result)
 	case event.OutputCheckpoint:
 		r.Type, r.ID = typeOutput, e.ID
-		r.Text, r.TextZ = compactText(e.Data)
+		if e.Parts != nil {
+			r.Text, r.textParts, r.TextZ = compactParts(e.Parts)
+		} else {
+			r.Text, r.TextZ = compactText(e.Data)
+		}
 	case event.Decision:
 		r.Type, r.ID, r.Subject, r.Verdict, r.Outcome, r.Reason = typeDecision, e.ID, e.Subject, e.Verdict, e.Outcome, e.Reason
 	case event.Notice:
@@ -303,9 +311,10 @@ func indexByteWithin(s string, c byte, n int) int {
 
 // encoder turns records into lines. Not safe for concurrent use.
 type encoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder
-	max int // longest line, newline included
+	buf     bytes.Buffer
+	enc     *json.Encoder
+	max     int    // longest line, newline included
+	scratch []byte // a streamed line's pieces (Journal.writeBig)
 }
 
 func newEncoder() *encoder {
@@ -321,8 +330,12 @@ func (e *encoder) line(r *wireRecord) ([]byte, error) {
 	if e.buf.Cap() > keptLine {
 		e.buf = bytes.Buffer{} // do not pin one huge record's buffer
 	}
-	line, ok, err := e.bigLine(r)
-	if !ok {
+	var line []byte
+	big, ok, err := e.planBig(r)
+	switch {
+	case ok && err == nil:
+		line = big.bytes()
+	case !ok:
 		e.buf.Reset()
 		err = e.enc.Encode(r)
 		line = e.buf.Bytes()

@@ -69,6 +69,26 @@ func compactText(s string) (string, []byte) {
 	return s, nil
 }
 
+// compactParts is compactText for a text given as parts: the parts
+// themselves (never joined) when they are plain and large (bigCard), the
+// joined text when small, else deflated.
+func compactParts(parts []string) (text string, plain []string, z []byte) {
+	n, cost := 0, 0
+	for _, p := range parts {
+		n += len(p)
+		cost += escapeCost(p)
+	}
+	if cost > n/10 {
+		if z, err := deflateParts(parts); err == nil {
+			return "", nil, z
+		}
+	}
+	if n < bigCard {
+		return strings.Join(parts, ""), nil, nil
+	}
+	return "", parts, nil
+}
+
 // decode is the event.Result a record of version v holds.
 func (w *wireResult) decode(v int) event.Result {
 	r := event.Result{Text: w.Text, IsError: w.IsError, Declined: w.Declined, CardOutput: w.CardOutput,
@@ -117,14 +137,19 @@ func escapeCost(s string) int {
 	return n
 }
 
-func deflate(s string) ([]byte, error) {
+func deflate(s string) ([]byte, error) { return deflateParts([]string{s}) }
+
+// deflateParts deflates the concatenation of parts.
+func deflateParts(parts []string) ([]byte, error) {
 	var b bytes.Buffer
 	zw, err := flate.NewWriter(&b, flate.BestSpeed)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := io.Copy(zw, strings.NewReader(s)); err != nil {
-		return nil, err
+	for _, p := range parts {
+		if _, err := io.Copy(zw, strings.NewReader(p)); err != nil {
+			return nil, err
+		}
 	}
 	if err := zw.Close(); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 )
 
 // cardStream turns a run's output chunks into the card's live output: valid
@@ -30,7 +31,14 @@ type cardStream struct {
 	seen   bool // a chunk arrived
 }
 
+// cardNoticeRoom is what a card's output leaves of event.MaxCardOutput for
+// its notices (the not-shown line with the full output's path, a dropped
+// line or two), so the whole card fits in what the journal keeps: a
+// reloaded card is the live one, and journaling it copies nothing.
+const cardNoticeRoom = 4 << 10
+
 func newCardStream(limit int, out func(string)) *cardStream {
+	limit = min(limit, event.MaxCardOutput-cardNoticeRoom)
 	return &cardStream{out: out, limit: limit, carry: map[executor.Stream][]byte{}}
 }
 

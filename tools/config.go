@@ -21,8 +21,9 @@ type Config struct {
 	// characters (runes). The tail is kept.
 	OutputLimit int
 	// CardOutputLimit caps the output sent to one call's card, in bytes;
-	// at most event.MaxCardOutput (what the journal keeps), so a reloaded
-	// card shows exactly what the live one did.
+	// at most event.MaxCardOutput (what the journal keeps) less 4 KiB for
+	// the card's notices, so a reloaded card shows exactly what the live
+	// one did.
 	CardOutputLimit int
 	// DefaultTimeout and MaxTimeout are the executor's foreground timeout
 	// default and cap, as the tool descriptions state them. cmd/dsh-acp

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/event"
 )
 
 func TestCardStreamIgnoresChunksAfterClose(t *testing.T) {
@@ -105,7 +106,7 @@ func TestCardStreamCopiesTheCappingChunkOnlyToTheCap(t *testing.T) {
 // Streaming a card's worth of output copies each byte once: into the card
 // output, whose views are what the card receives.
 func TestCardStreamCopiesEachByteOnce(t *testing.T) {
-	const limit = 2 << 20
+	const limit = 1 << 20
 	var forwarded []string
 	c := newCardStream(limit, func(s string) { forwarded = append(forwarded, s) })
 	chunk := executor.Chunk{Stream: executor.Stdout, Data: []byte(strings.Repeat("0123456789abcde\n", 4096))} // 64 KiB
@@ -121,5 +122,75 @@ func TestCardStreamCopiesEachByteOnce(t *testing.T) {
 	}
 	if got := m1.TotalAlloc - m0.TotalAlloc; got > limit+256<<10 {
 		t.Errorf("streaming %d bytes allocated %d", limit, got)
+	}
+}
+
+// A card at its default cap, with the not-shown line naming a long spill
+// path and a dropped line, still fits in what the journal keeps
+// (event.MaxCardOutput): the journal keeps it whole, without a copy.
+func TestCardFitsTheJournal(t *testing.T) {
+	c := newCardStream(DefaultCardOutputLimit, nil)
+	c.observe(executor.Chunk{Stream: executor.Stdout, Data: []byte("start\n")})
+	c.observe(executor.Chunk{Stream: executor.Stdout, Data: []byte("after a gap\n"), Dropped: 123456789})
+	line := []byte(strings.Repeat("printable output 0123456789\n", 1<<10))
+	for range 3 * event.MaxCardOutput / len(line) {
+		c.observe(executor.Chunk{Stream: executor.Stdout, Data: line})
+	}
+	out := c.close("/home/someone/.local/state/dsh-acp/spill/o-"+strings.Repeat("s", 64)+"/run-12-0123456789abcdef.log", "")
+	if len(out) > event.MaxCardOutput || !strings.Contains(out, "bytes not shown; full output: ") {
+		t.Errorf("card output of %d bytes (max %d), ends %q", len(out), event.MaxCardOutput, out[max(0, len(out)-200):])
+	}
+}
+
+// cleanLineRunes is cleanLine's earlier form, on runes: the reference.
+func cleanLineRunes(line string) string {
+	if strings.Contains(line, "\r") {
+		segs := strings.Split(line, "\r")
+		line = ""
+		for j := len(segs) - 1; j >= 0; j-- {
+			if segs[j] != "" {
+				line = segs[j]
+				break
+			}
+		}
+	}
+	out := []rune{}
+	for _, r := range line {
+		switch {
+		case r == '\b':
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+		case r == '\t' || !isControl(r):
+			out = append(out, r)
+		}
+	}
+	return string(out)
+}
+
+func FuzzCleanLineMatchesRunes(f *testing.F) {
+	for _, s := range []string{"a\bb", "é\b\bx", "\x00\x01ok\x7f", "\u0085\u009fé€😀\b", "a\rb\r", "\t\b\b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+		for _, line := range strings.Split(s, "\n") {
+			if got, want := cleanLine(line), cleanLineRunes(line); got != want {
+				t.Fatalf("cleanLine(%q) = %q, want %q", line, got, want)
+			}
+		}
+	})
+}
+
+// Cleaning a megabyte of control bytes (a command printing /dev/zero)
+// costs about the text's size, not four times it.
+func TestCleanTerminalTextAllocatesTheTextOnce(t *testing.T) {
+	nul := strings.Repeat("\x00", 1<<20)
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	out := CleanTerminalText(nul)
+	runtime.ReadMemStats(&m1)
+	if got := m1.TotalAlloc - m0.TotalAlloc; out != "" || got > 1<<20+64<<10 {
+		t.Errorf("cleaning 1 MiB of NULs gave %d bytes and allocated %d", len(out), got)
 	}
 }

@@ -41,15 +41,18 @@ func cleanLine(line string) string {
 	if !strings.ContainsRune(line, '\b') && !hasControl(line) {
 		return line
 	}
-	out := make([]rune, 0, len(line))
+	// The kept characters, as UTF-8: at most the line's bytes (a []rune
+	// would take four times that, 4 MiB for a 1 MiB line of NULs).
+	out := make([]byte, 0, len(line))
 	for _, r := range line {
 		switch {
 		case r == '\b':
 			if len(out) > 0 {
-				out = out[:len(out)-1]
+				_, size := utf8.DecodeLastRune(out)
+				out = out[:len(out)-size]
 			}
 		case r == '\t' || !isControl(r):
-			out = append(out, r)
+			out = utf8.AppendRune(out, r)
 		}
 	}
 	return string(out)

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -305,38 +306,111 @@ func TestOwnerDirName(t *testing.T) {
 
 func TestLiveDelivery(t *testing.T) {
 	var got []executor.Chunk
+	c := newCapture(captureOpts{size: 8, streams: true, log: zap.NewNop()})
 	l := newLive(func(c executor.Chunk) {
 		got = append(got, executor.Chunk{Stream: c.Stream, Data: bytes.Clone(c.Data), Dropped: c.Dropped})
-	}, 8)
-	l.push(executor.Stdout, []byte("ab"))
-	l.push(executor.Stderr, []byte("cd"))
+	}, c)
+	c.write(executor.Stdout, []byte("ab"))
+	c.write(executor.Stderr, []byte("cd"))
 	l.close()
 	<-l.finished
 	var out bytes.Buffer
 	for _, c := range got {
 		out.Write(c.Data)
 	}
-	if out.String() != "abcd" || got[len(got)-1].Stream != executor.Stderr {
+	if out.String() != "abcd" || got[len(got)-1].Stream != executor.Stderr || got[0].Stream != executor.Stdout {
 		t.Errorf("delivered %+v", got)
 	}
+}
 
-	got = nil
-	l = newLive(func(c executor.Chunk) {
-		got = append(got, executor.Chunk{Stream: c.Stream, Data: bytes.Clone(c.Data), Dropped: c.Dropped})
-	}, 4)
-	l.mu.Lock() // hold delivery back so the buffer fills
-	l.pend = append(l.pend, "wxyz"...)
-	l.recs = append(l.recs, liveRec{stream: executor.Stdout, n: 4})
-	l.mu.Unlock()
-	l.push(executor.Stdout, []byte("lost"))
+// An observer that falls behind by more than the ring loses the oldest
+// bytes, counted in Dropped; it gets the newest.
+func TestLiveDropsWhatTheRingLost(t *testing.T) {
+	c := newCapture(captureOpts{size: 8, streams: true, log: zap.NewNop()})
+	entered, release := make(chan struct{}), make(chan struct{})
+	var data bytes.Buffer
+	var dropped int64
+	first := true
+	l := newLive(func(ch executor.Chunk) {
+		if first {
+			first = false
+			close(entered)
+			<-release
+		}
+		data.Write(ch.Data)
+		dropped += ch.Dropped
+	}, c)
+	c.write(executor.Stdout, []byte("wx"))
+	<-entered // the observer holds "wx" and does not come back yet
+	c.write(executor.Stdout, []byte("0123"))
+	c.write(executor.Stderr, []byte("456789AB"))
+	close(release)
 	l.close()
 	<-l.finished
-	var dropped int64
-	for _, c := range got {
-		dropped += c.Dropped
+	if data.String() != "wx456789AB" || dropped != 4 {
+		t.Errorf("delivered %q, dropped %d; want wx456789AB and 4", data.String(), dropped)
 	}
-	if dropped != 4 {
-		t.Errorf("dropped %d, want 4: %+v", dropped, got)
+}
+
+// The pipe readers copy nothing for the live observer: its bytes are read
+// from the ring. Writes with an observer attached (here one that does not
+// keep up) allocate nothing: no pending copy grows.
+func TestLiveReadersDoNotCopy(t *testing.T) {
+	c := newCapture(captureOpts{size: 1 << 20, streams: true, log: zap.NewNop()})
+	c.write(executor.Stdout, make([]byte, 1<<20)) // the ring at its full size
+	entered, release := make(chan struct{}), make(chan struct{})
+	first := true
+	l := newLive(func(executor.Chunk) {
+		if first {
+			first = false
+			close(entered)
+			<-release
+		}
+	}, c)
+	p := make([]byte, 64<<10)
+	c.write(executor.Stdout, p)
+	<-entered
+	if n := allocated(func() {
+		for range 64 {
+			c.write(executor.Stdout, p)
+		}
+	}); n > 16<<10 {
+		t.Errorf("%d bytes allocated by 64 writes of 64 KiB", n)
+	}
+	close(release)
+	l.close()
+	<-l.finished
+}
+
+// Output switching streams on every write is bounded while it waits: past
+// liveSegs runs the oldest are dropped, and counted.
+func TestLiveBoundsStreamRuns(t *testing.T) {
+	c := newCapture(captureOpts{size: 1 << 20, streams: true, log: zap.NewNop()})
+	entered, release := make(chan struct{}), make(chan struct{})
+	first := true
+	var seen int64
+	l := newLive(func(ch executor.Chunk) {
+		if first {
+			first = false
+			close(entered)
+			<-release
+		}
+		seen += int64(len(ch.Data)) + ch.Dropped
+	}, c)
+	c.write(executor.Stdout, []byte("x"))
+	<-entered
+	const n = 3 * 4096
+	for i := range n {
+		c.write(executor.Stream(1+i%2), []byte("y"))
+	}
+	c.mu.Lock()
+	runs := len(l.segs)
+	c.mu.Unlock()
+	close(release)
+	l.close()
+	<-l.finished
+	if runs > 4096 || seen != n+1 {
+		t.Errorf("%d runs waiting; %d bytes seen or dropped, want %d", runs, seen, n+1)
 	}
 }
 
@@ -386,3 +460,12 @@ type devFull struct {
 }
 
 func (d devFull) Remove() error { return os.Remove(d.path) }
+
+// allocated is how many heap bytes f allocates.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}

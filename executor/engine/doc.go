@@ -30,9 +30,11 @@
 // Two goroutines drain stdout and stderr for the command's whole life and
 // never fail, so a child never blocks on a full pipe or dies of SIGPIPE
 // because of us. Output goes to bounded rings (Config.CaptureBytes each:
-// stdout, stderr and the interleaved stream for a foreground run; the
-// interleaved stream for a background task), so memory stays flat however
-// much a command prints. When the output outgrows Config.SpillAfter, a spill
+// the interleaved stream, and for a foreground run whose two streams both
+// printed, stdout's and stderr's too; while one stream alone prints, the
+// interleaved ring is its tail, and its pipe reader reads straight into
+// the ring's blocks: the bytes are not copied at all), so memory stays flat
+// however much a command prints. When the output outgrows Config.SpillAfter, a spill
 // file is created (0600, O_EXCL|O_NOFOLLOW, in a 0700 per-owner directory
 // under <StateDir>/spill, all through an os.Root) and receives the complete
 // output from the start; past Config.SpillCap it is removed and never
@@ -51,9 +53,11 @@
 // A spill file that cannot be created or written is removed and the
 // results carry why (Result.SpillError, ReadResult.SpillError).
 //
-// A live observer is fed by one delivery goroutine from a bounded pending
-// buffer, at most one batch per 10 ms while output streams; what it cannot
-// keep up with is dropped and counted in Chunk.Dropped.
+// A live observer is fed by one delivery goroutine that copies what arrived
+// since its last delivery out of the interleaved ring (the pipe readers
+// copy nothing for it), at most one batch per 10 ms while output streams;
+// output it fell behind on by more than the ring (Config.CaptureBytes) is
+// dropped and counted in Chunk.Dropped.
 //
 // # Environment
 //

@@ -256,13 +256,11 @@ func (e *Engine) Run(ctx context.Context, spec executor.Spec, observe func(execu
 		return executor.Result{}, err
 	}
 	c := e.newCapture(spec.Owner, fmt.Sprintf("run-%d", n), true)
-	var w sink = c
 	var lv *live
 	if observe != nil {
-		lv = newLive(observe, liveLimit)
-		w = teeSink{c, lv}
+		lv = newLive(observe, c) // delivers from c's ring
 	}
-	w = newRedactSink(e.redact, w)
+	w := newRedactSink(e.redact, c)
 	e.track(p)
 	var timedOut atomic.Bool
 	timer := time.AfterFunc(spec.Timeout, func() {
@@ -578,15 +576,4 @@ func (e *Engine) newCapture(owner, base string, streams bool) *capture {
 		size: e.cfg.CaptureBytes, streams: streams, spills: e.store,
 		owner: owner, base: base, spillCap: e.cfg.SpillCap, spillAfter: e.cfg.SpillAfter, log: e.log,
 	})
-}
-
-// teeSink feeds the capture and the live observer.
-type teeSink struct {
-	c *capture
-	l *live
-}
-
-func (s teeSink) write(st executor.Stream, p []byte) {
-	s.c.write(st, p)
-	s.l.push(st, p)
 }

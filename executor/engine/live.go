@@ -1,15 +1,12 @@
 package engine
 
 import (
-	"sync"
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/executor"
 )
 
 const (
-	// liveLimit bounds the output waiting for a slow observer.
-	liveLimit = 1 << 20
 	// liveFrame is the pause after a bulk delivery (liveBulk bytes or
 	// more): a stream that fills the pipes reaches the observer in at most
 	// one batch per frame, which keeps the readers from waking the
@@ -19,20 +16,28 @@ const (
 	// coalescing is the only delay a line sees.
 	liveFrame = 10 * time.Millisecond
 	liveBulk  = 32 << 10
+	// liveSegs bounds the stream runs waiting for delivery (output that
+	// switches streams on every read): past it the oldest run is dropped.
+	liveSegs = 4096
 )
 
-// live hands output to an observer without ever slowing the command: the
-// pipe readers append to a bounded pending buffer and return at once; one
-// delivery goroutine calls observe. Output that does not fit is dropped and
+// live hands a capture's output to an observer without ever slowing the
+// command and without a copy of its own on the readers' side: the bytes are
+// already in the capture's interleaved ring, so a pipe reader only notes
+// which stream they came from and wakes the one delivery goroutine, which
+// copies what arrived since its last delivery out of the ring (into one
+// reused buffer, at most the ring's size) and calls observe. Output the
+// observer fell behind on by more than the ring was overwritten: it is
 // counted in the next chunk's Dropped.
+//
+// The fields below are guarded by the capture's mutex.
 type live struct {
 	observe func(executor.Chunk)
-	limit   int
+	c       *capture
 
-	mu      sync.Mutex
-	pend    []byte
-	recs    []liveRec
-	dropped int64 // not yet reported
+	next    int64     // offset in c.all of the first byte not yet delivered
+	segs    []liveSeg // the streams of the bytes from next on, in order
+	dropped int64     // bytes skipped (too many runs) and not yet reported
 	last    executor.Stream
 	closed  bool
 
@@ -41,88 +46,88 @@ type live struct {
 	finished chan struct{} // closed when the last chunk was delivered
 }
 
-type liveRec struct {
-	stream  executor.Stream
-	n       int
-	dropped int64
+// liveSeg is a run of n bytes of one stream.
+type liveSeg struct {
+	stream executor.Stream
+	n      int
 }
 
-func newLive(observe func(executor.Chunk), limit int) *live {
-	l := &live{observe: observe, limit: limit, wake: make(chan struct{}, 1), closing: make(chan struct{}), finished: make(chan struct{})}
+// newLive starts delivering c's output, from what it holds now on, to
+// observe.
+func newLive(observe func(executor.Chunk), c *capture) *live {
+	l := &live{observe: observe, c: c, wake: make(chan struct{}, 1), closing: make(chan struct{}), finished: make(chan struct{})}
+	c.mu.Lock()
+	l.next = c.all.total
+	c.live = l
+	c.mu.Unlock()
 	go l.run()
 	return l
 }
 
-// push queues p (copied) for delivery, or counts it as dropped.
-func (l *live) push(st executor.Stream, p []byte) {
-	l.mu.Lock()
-	if len(l.pend)+len(p) > l.limit {
-		l.dropped += int64(len(p))
-		l.last = st
-		l.mu.Unlock()
-		return
-	}
-	if n := len(l.recs); n > 0 && l.dropped == 0 && l.recs[n-1].stream == st {
-		l.recs[n-1].n += len(p)
+// wrote notes n bytes of st just written to the ring. Called by the
+// capture with its mutex held; never blocks.
+func (l *live) wrote(st executor.Stream, n int) {
+	if k := len(l.segs); k > 0 && l.segs[k-1].stream == st {
+		l.segs[k-1].n += n
 	} else {
-		l.recs = append(l.recs, liveRec{stream: st, n: len(p), dropped: l.dropped})
-		l.dropped = 0
+		if k == liveSegs {
+			l.next += int64(l.segs[0].n)
+			l.dropped += int64(l.segs[0].n)
+			l.segs = append(l.segs[:0], l.segs[1:]...)
+		}
+		l.segs = append(l.segs, liveSeg{stream: st, n: n})
 	}
-	l.pend = append(l.pend, p...)
 	l.last = st
-	l.mu.Unlock()
-	l.signal()
-}
-
-// close ends delivery after everything queued; wait on finished.
-func (l *live) close() {
-	l.mu.Lock()
-	l.closed = true
-	l.mu.Unlock()
-	close(l.closing)
-	l.signal()
-}
-
-func (l *live) signal() {
 	select {
 	case l.wake <- struct{}{}:
 	default:
 	}
 }
 
+// close ends delivery after everything written; wait on finished.
+func (l *live) close() {
+	l.c.mu.Lock()
+	l.closed = true
+	l.c.mu.Unlock()
+	close(l.closing)
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// liveBatch is one delivery: buf holds the bytes, recs their streams.
+type liveBatch struct {
+	buf     []byte
+	recs    []liveSeg
+	dropped int64 // before buf
+	stream  executor.Stream
+}
+
 func (l *live) run() {
 	defer close(l.finished)
-	var spare []byte
-	var spareRecs []liveRec
+	var b liveBatch
 	frame := time.NewTimer(0)
 	defer frame.Stop()
 	for {
-		l.mu.Lock()
-		for len(l.recs) == 0 && !l.closed {
-			l.mu.Unlock()
-			<-l.wake
-			l.mu.Lock()
-		}
-		if len(l.recs) == 0 {
-			// Closed and empty: report a trailing drop, then stop.
-			dropped, st := l.dropped, l.last
-			l.dropped = 0
-			l.mu.Unlock()
-			if dropped > 0 {
-				l.observe(executor.Chunk{Stream: st, Dropped: dropped})
+		done := l.take(&b)
+		if len(b.recs) == 0 {
+			if b.dropped > 0 { // a drop with no data after it
+				l.observe(executor.Chunk{Stream: b.stream, Dropped: b.dropped})
 			}
-			return
+			if done {
+				return
+			}
+			continue
 		}
-		data, recs := l.pend, l.recs
-		l.pend, l.recs = spare[:0], spareRecs[:0]
-		l.mu.Unlock()
 		off := 0
-		for _, r := range recs {
-			l.observe(executor.Chunk{Stream: r.stream, Data: data[off : off+r.n : off+r.n], Dropped: r.dropped})
+		dropped := b.dropped
+		for _, r := range b.recs {
+			l.observe(executor.Chunk{Stream: r.stream, Data: b.buf[off : off+r.n : off+r.n], Dropped: dropped})
 			off += r.n
+			dropped = 0
 		}
-		spare, spareRecs = data, recs
-		if len(data) < liveBulk {
+		if len(b.buf) < liveBulk {
 			continue
 		}
 		frame.Reset(liveFrame)
@@ -131,4 +136,39 @@ func (l *live) run() {
 		case <-l.closing:
 		}
 	}
+}
+
+// take waits for output (or the close) and copies what arrived since the
+// last delivery into b. It reports true once closed with nothing left.
+func (l *live) take(b *liveBatch) (done bool) {
+	c := l.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(l.segs) == 0 && !l.closed {
+		c.mu.Unlock()
+		<-l.wake
+		c.mu.Lock()
+	}
+	b.buf, b.recs, b.dropped, b.stream = b.buf[:0], b.recs[:0], l.dropped, l.last
+	l.dropped = 0
+	if len(l.segs) == 0 {
+		return true
+	}
+	// Bytes before the ring's start were overwritten: skip them, whole
+	// runs and the head of the first run kept.
+	lost := max(c.all.start()-l.next, 0)
+	for _, s := range l.segs {
+		if lost >= int64(s.n) {
+			lost -= int64(s.n)
+			b.dropped += int64(s.n)
+			continue
+		}
+		s.n -= int(lost)
+		b.dropped += lost
+		lost = 0
+		b.recs = append(b.recs, s)
+	}
+	b.buf = c.all.appendFrom(b.buf, max(l.next, c.all.start()))
+	l.next, l.segs = c.all.total, l.segs[:0]
+	return false
 }

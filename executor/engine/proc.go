@@ -68,18 +68,43 @@ func (p *proc) begin(w sink, onDone func()) {
 	go p.supervise(onDone)
 }
 
+// reserver is a sink a pump can read straight into (the capture): reserve
+// returns room for the next read (nil: use the pump's buffer and write),
+// commit records what was read into it, unreserve ends the stream's use.
+type reserver interface {
+	reserve(st executor.Stream) []byte
+	commit(st executor.Stream, n int)
+	unreserve(st executor.Stream)
+}
+
 // pump copies one pipe into w until EOF (or until the supervisor closes it).
 func (p *proc) pump(f io.ReadCloser, st executor.Stream, w sink) {
 	bp := readBufs.Get().(*[]byte)
 	buf := *bp
+	rs, _ := w.(reserver)
 	for {
-		n, err := f.Read(buf)
-		if n > 0 {
-			w.write(st, buf[:n])
+		b := buf
+		direct := rs != nil
+		if direct {
+			if room := rs.reserve(st); room != nil {
+				b = room
+			} else {
+				direct = false
+			}
+		}
+		n, err := f.Read(b)
+		switch {
+		case n > 0 && direct:
+			rs.commit(st, n)
+		case n > 0:
+			w.write(st, b[:n])
 		}
 		if err != nil {
 			break
 		}
+	}
+	if rs != nil {
+		rs.unreserve(st)
 	}
 	if fl, ok := w.(flusher); ok {
 		fl.flush(st) // the stream ended: what was held back goes out

@@ -2,7 +2,8 @@ package engine
 
 import "slices"
 
-// ring keeps the last size bytes written to it and counts every byte ever
+// ring keeps the last size bytes written to it (a stream's own tail, once
+// two streams printed; the interleaved stream is a blockRing) and counts every byte ever
 // written, so a reader can address output by absolute offset. Its buffer
 // grows on demand up to size and never beyond: a command that prints nothing
 // costs nothing, one that prints gigabytes costs size bytes.

@@ -90,6 +90,10 @@ type ToolOutput struct {
 type OutputCheckpoint struct {
 	ID   string `json:"id"`
 	Data string `json:"data"`
+	// Parts, when set, is the output as the chunks it arrived in (Data is
+	// empty then): a journal writes them without joining them. A record
+	// read back has Data.
+	Parts []string `json:"-"`
 }
 
 // Decision is the permission step's verdict on the model-issued call ID,
