@@ -152,3 +152,45 @@ func TestRoomWalksUp(t *testing.T) {
 		t.Errorf("over the limit: room %d, want 0", got)
 	}
 }
+
+// TestCommandCgroupsAreReused: commands run one after another reuse the
+// emptied cgroups of earlier ones instead of making (and tearing down) a
+// cgroup each.
+func TestCommandCgroupsAreReused(t *testing.T) {
+	requireLimits(t, Limits{})
+	e := newTestExecutor(t, Config{})
+	const runs = 8
+	seen := map[string]bool{}
+	for range runs {
+		res := run(t, e, resolve(t, e, "grep pids /proc/self/cgroup || cat /proc/self/cgroup"))
+		line := strings.TrimSpace(string(res.Stdout))
+		if !strings.Contains(line, "/dsh-acp-") {
+			t.Fatalf("the command is not in a daemon cgroup: %q", line)
+		}
+		seen[line] = true
+	}
+	// Two alternate (the spawn thread waits in the next one while a
+	// command runs); one more may be made when a release races the thread.
+	if len(seen) > 3 {
+		t.Errorf("%d commands ran in %d cgroups, want at most 3: %v", runs, len(seen), seen)
+	}
+}
+
+// TestReusedCgroupReportsOnlyItsOwnHit: a command that ran into the pids
+// limit says so; later commands in the same (reused) cgroup do not.
+func TestReusedCgroupReportsOnlyItsOwnHit(t *testing.T) {
+	limits := Limits{Pids: 4, TotalPids: 64}
+	requireLimits(t, limits)
+	e := newTestExecutor(t, Config{Limits: limits})
+	// Every child is waited for, so the cgroup is empty when the command
+	// ends and goes back for reuse.
+	res := run(t, e, resolve(t, e, "for i in 1 2 3 4 5 6 7 8; do sleep 0.1 & done 2>/dev/null; wait"))
+	if res.LimitHit != "pids" {
+		t.Fatalf("8 children under a limit of 4: LimitHit %q", res.LimitHit)
+	}
+	for i := range 4 {
+		if r := run(t, e, resolve(t, e, "true")); r.LimitHit != "" {
+			t.Errorf("command %d after the hit: LimitHit %q", i+1, r.LimitHit)
+		}
+	}
+}

@@ -97,11 +97,8 @@ func (p *Process) Release() engine.Exit {
 		c.Close()
 	}
 	var limit string
-	if p.cg != nil {
-		if p.cg.hit() {
-			limit = "pids"
-		}
-		go p.cg.remove() // off the result's path: the cgroup is empty now
+	if p.cg != nil && p.cg.finish() {
+		limit = "pids"
 	}
 	st := p.cmd.ProcessState
 	if st == nil {
