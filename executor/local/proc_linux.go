@@ -1,6 +1,8 @@
 package local
 
 import (
+	"fmt"
+	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -23,4 +25,23 @@ func waitExit(pid int) error {
 // nothing here.
 func signalGroup(pgid int, sig syscall.Signal, leaderExited bool) error {
 	return groupSignalError(unix.Kill(-pgid, sig), leaderExited, false)
+}
+
+// outputPipe is the pipe a command's stdout or stderr goes to. The read
+// end is the daemon's: non-blocking and polled, so a Close unblocks a
+// pending Read. The write end is the child's: left blocking and never
+// registered with the poller (os.Pipe would register both ends, and exec
+// would then set the child's end blocking again: five system calls per
+// pipe for nothing).
+func outputPipe() (r, w *os.File, err error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return nil, nil, fmt.Errorf("pipe: %w", err)
+	}
+	if err := unix.SetNonblock(p[0], true); err != nil {
+		unix.Close(p[0])
+		unix.Close(p[1])
+		return nil, nil, fmt.Errorf("pipe: %w", err)
+	}
+	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
 }

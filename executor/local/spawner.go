@@ -50,6 +50,11 @@ type Spawner struct {
 	limitsWhy error
 	waitExit  func(pid int) error // nil: this OS's waitExit (tests replace it)
 
+	// devNull is every command's stdin when no Spec.Stdin is given: one
+	// read-only /dev/null for the Spawner's life, not one open per start.
+	// The spawn thread closes it when it ends, after the last start.
+	devNull *os.File
+
 	reqs      chan func()
 	closeOnce sync.Once
 	mu        sync.RWMutex // held for reading while a start is queued
@@ -70,7 +75,11 @@ func NewSpawner(cfg SpawnerConfig) (*Spawner, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	s := &Spawner{bash: bash, log: cfg.Logger, reqs: make(chan func())}
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", os.DevNull, err)
+	}
+	s := &Spawner{bash: bash, log: cfg.Logger, devNull: devNull, reqs: make(chan func())}
 	if s.limits, s.limitsWhy = newLimiter(cfg.Limits, cfg.Logger); s.limitsWhy != nil {
 		cfg.Logger.Info("commands run without a process limit", zap.Error(s.limitsWhy))
 	}
@@ -92,6 +101,7 @@ func (s *Spawner) thread() {
 	for f := range s.reqs {
 		f()
 	}
+	s.devNull.Close()
 	if s.limits != nil {
 		s.limits.close()
 	}
@@ -186,7 +196,7 @@ func (s *Spawner) Prepare(cmd engine.Command) (*Launch, error) {
 		l.stdin = r
 		l.close = append(l.close, w)
 		l.feeds = append(l.feeds, feed{w: w, data: spec.Stdin})
-	} // else os/exec connects /dev/null: never the daemon's stdin.
+	} // else Start connects /dev/null: never the daemon's stdin.
 	return l, nil
 }
 
@@ -209,12 +219,12 @@ func (l *Launch) Discard() {
 // Start starts l on the spawn thread. On error nothing is left running and
 // every file of l is closed.
 func (s *Spawner) Start(l *Launch) (_ *Process, err error) {
-	outR, outW, err := pipe()
+	outR, outW, err := outputPipe()
 	if err != nil {
 		l.Discard()
 		return nil, err
 	}
-	errR, errW, err := pipe()
+	errR, errW, err := outputPipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
@@ -225,6 +235,7 @@ func (s *Spawner) Start(l *Launch) (_ *Process, err error) {
 	cmd.Args[0] = l.Args[0]
 	cmd.Dir, cmd.Env = l.Dir, l.Env
 	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = outW, errW, l.Files
+	cmd.Stdin = s.devNull
 	if l.stdin != nil {
 		cmd.Stdin = l.stdin
 	}

@@ -1,0 +1,101 @@
+package local
+
+import (
+	"errors"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/engine"
+)
+
+// fileFlags reads f's status flags without Fd (which would set f blocking).
+func fileFlags(t *testing.T, f *os.File) int {
+	t.Helper()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags int
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { flags, ferr = unix.FcntlInt(fd, unix.F_GETFL, 0) }); err != nil {
+		t.Fatal(err)
+	}
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	return flags
+}
+
+// An output pipe's write end (the child's) is blocking and never made
+// pollable; its read end (the daemon's) is, so a Close unblocks a Read.
+func TestOutputPipe(t *testing.T) {
+	r, w, err := outputPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if fileFlags(t, w)&unix.O_NONBLOCK != 0 {
+		t.Error("the write end is non-blocking: it was made pollable")
+	}
+	if fileFlags(t, r)&unix.O_NONBLOCK == 0 {
+		t.Error("the read end is blocking: Close cannot unblock a Read")
+	}
+	read := make(chan error, 1)
+	go func() {
+		_, err := r.Read(make([]byte, 1))
+		read <- err
+	}()
+	time.Sleep(10 * time.Millisecond) // let the Read block (it must fail either way)
+	r.Close()
+	select {
+	case err := <-read:
+		if !errors.Is(err, os.ErrClosed) {
+			t.Errorf("Read after Close: %v, want os.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not unblock the Read")
+	}
+}
+
+// kcmpFile is KCMP_FILE of kcmp(2).
+const kcmpFile = 0
+
+// Every command's stdin is the Spawner's one /dev/null, not a fresh open
+// per start: the child's fd 0 is the same open file description.
+func TestCommandsShareOneDevNull(t *testing.T) {
+	sp, err := NewSpawner(SpawnerConfig{Limits: Limits{Pids: -1, TotalPids: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	for i := range 2 {
+		p, err := sp.Spawn(engine.Command{Spec: executor.Spec{Command: "sleep 30", Workdir: t.TempDir(), Level: executor.LevelOff}, Env: os.Environ()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		proc := p.(*Process)
+		rc, err := sp.devNull.SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var same uintptr
+		var errno syscall.Errno
+		_ = rc.Control(func(fd uintptr) {
+			same, _, errno = unix.Syscall6(unix.SYS_KCMP, uintptr(os.Getpid()), uintptr(proc.Pid()), kcmpFile, fd, 0, 0)
+		})
+		_ = proc.Signal(syscall.SIGKILL)
+		proc.Wait()
+		proc.Release()
+		if errno != 0 {
+			t.Skipf("kcmp(2) is not available here: %v", errno)
+		}
+		if same != 0 {
+			t.Errorf("command %d: its stdin is not the Spawner's /dev/null (kcmp %d)", i+1, same)
+		}
+	}
+}
