@@ -16,7 +16,9 @@
 // engine's last signal. The per-OS code lives in _linux.go and _darwin.go
 // files:
 //
-//   - Linux: waitid(P_PID, WEXITED|WNOWAIT).
+//   - Linux: waitid(P_PIDFD, WEXITED|WNOWAIT) on a non-blocking pidfd the Go
+//     poller watches, so a waiting command holds no OS thread (P_PID and a
+//     blocking waitid where pidfds are missing, before Linux 5.10).
 //   - darwin: a kqueue EVFILT_PROC/NOTE_EXIT (awaitExit over kqueueExits).
 //     kqueue refuses (ESRCH) to watch a process that has already exited;
 //     the pid is then confirmed, from sysctl kern.proc.pid, to be our

@@ -8,9 +8,37 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// waitExit blocks until pid has exited, without reaping it:
-// waitid(WEXITED|WNOWAIT) leaves the zombie in place.
+// waitExit blocks until pid, a child of this process, has exited, without
+// reaping it: waitid(WEXITED|WNOWAIT) leaves the zombie in place. It waits
+// on a pidfd through the Go poller, so the exit wakes the thread that
+// already waits for the command's pipes to close (one wake-up, not a
+// thread blocked in waitid besides); where pidfds are not available
+// (before Linux 5.10), it blocks in waitid on the pid.
 func waitExit(pid int) error {
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return blockingWaitExit(pid)
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return blockingWaitExit(pid)
+	}
+	var werr error
+	if err := rc.Read(func(uintptr) bool {
+		var info unix.Siginfo
+		// A non-blocking pidfd: EAGAIN while the process runs.
+		werr = unix.Waitid(unix.P_PIDFD, fd, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		return werr != unix.EAGAIN && werr != unix.EINTR
+	}); err != nil {
+		return blockingWaitExit(pid) // the poller refused the pidfd
+	}
+	return werr
+}
+
+// blockingWaitExit is waitExit by a waitid on the pid itself.
+func blockingWaitExit(pid int) error {
 	for {
 		var info unix.Siginfo
 		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)

@@ -3,6 +3,8 @@ package local
 import (
 	"errors"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -97,5 +99,53 @@ func TestCommandsShareOneDevNull(t *testing.T) {
 		if same != 0 {
 			t.Errorf("command %d: its stdin is not the Spawner's /dev/null (kcmp %d)", i+1, same)
 		}
+	}
+}
+
+// threads is how many OS threads this process has.
+func threads(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no Threads: in /proc/self/status")
+	return 0
+}
+
+// Waiting for a command's exit holds no OS thread: many running tasks do
+// not make the daemon start a thread each (the exit is watched on a pidfd
+// through the poller, not by a thread blocked in waitid).
+func TestExitWaitHoldsNoThread(t *testing.T) {
+	if fd, err := unix.PidfdOpen(os.Getpid(), 0); err != nil {
+		t.Skipf("no pidfds here (%v): exits are waited for by a blocking waitid", err)
+	} else {
+		unix.Close(fd)
+	}
+	e := newTestExecutor(t, Config{Limits: Limits{Pids: -1, TotalPids: -1}})
+	const tasks = 48
+	before := threads(t)
+	for range tasks {
+		if _, err := e.Start(resolve(t, e, "sleep 30")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every supervisor is in its wait within moments; a blocking waitid
+	// would hold a thread each by then.
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		if n := threads(t); n >= before+tasks/2 {
+			t.Fatalf("%d threads with %d tasks running (%d before): exit waits hold threads", n, tasks, before)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
