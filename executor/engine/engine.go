@@ -257,9 +257,9 @@ func (e *Engine) Run(ctx context.Context, spec executor.Spec, observe func(execu
 	}
 	c := e.newCapture(spec.Owner, fmt.Sprintf("run-%d", n), true)
 	var w sink = c
-	var lv *live
+	var lv *lazyLive
 	if observe != nil {
-		lv = newLive(observe, liveLimit)
+		lv = &lazyLive{observe: observe}
 		w = teeSink{c, lv}
 	}
 	w = newRedactSink(e.redact, w)
@@ -282,8 +282,7 @@ func (e *Engine) Run(ctx context.Context, spec executor.Spec, observe func(execu
 	timer.Stop()
 	stopOnCancel()
 	if lv != nil {
-		lv.close()
-		<-lv.finished
+		lv.finish()
 	}
 	res := executor.Result{ExitCode: p.exit.Code, Signal: p.exit.Signal, LimitHit: p.exit.LimitHit, TimedOut: timedOut.Load(), Duration: time.Since(start)}
 	c.result(&res)
@@ -583,7 +582,39 @@ func (e *Engine) newCapture(owner, base string, streams bool) *capture {
 // teeSink feeds the capture and the live observer.
 type teeSink struct {
 	c *capture
-	l *live
+	l *lazyLive
+}
+
+// lazyLive is a Run's live delivery, started by the first output: a
+// command that prints nothing costs no delivery goroutine, and its Run no
+// hand-off to one at the end.
+type lazyLive struct {
+	observe func(executor.Chunk)
+
+	mu sync.Mutex
+	lv *live // nil until the first output
+}
+
+func (z *lazyLive) push(st executor.Stream, p []byte) {
+	z.mu.Lock()
+	if z.lv == nil {
+		z.lv = newLive(z.observe, liveLimit)
+	}
+	lv := z.lv
+	z.mu.Unlock()
+	lv.push(st, p)
+}
+
+// finish ends delivery and returns once the last chunk was delivered. It
+// runs after the last push.
+func (z *lazyLive) finish() {
+	z.mu.Lock()
+	lv := z.lv
+	z.mu.Unlock()
+	if lv != nil {
+		lv.close()
+		<-lv.finished
+	}
 }
 
 func (s teeSink) write(st executor.Stream, p []byte) {
