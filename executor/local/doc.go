@@ -50,10 +50,11 @@
 // CLONE_INTO_CGROUP; on v1 the spawn thread moves into the command's cgroup
 // before the fork, so the child is born in it either way, with no window.
 // The next command's cgroup is made, and on v1 entered, right after each
-// fork, off the spawn's path. A command's cgroup that is empty once the
-// command was reaped is reused for a later command (at most four are kept;
-// one something escaped into is removed when the daemon stops), so a
-// command costs no cgroup mkdir or rmdir. A command that hit its limit ends with
+// fork, off the spawn's path. Once its command was reaped, a command's
+// cgroup is parked and reused for a later command as soon as no task is
+// left in it (at most eight are parked; one something escaped into stays
+// until its processes end, or until the daemon stops), so a command costs
+// no cgroup mkdir or rmdir. A command that hit its limit ends with
 // Exit.LimitHit "pids" (its forks failed with EAGAIN; it was not killed).
 // Spawner.LimitsUnavailable says why no limit applies when none can be set.
 // darwin has no cgroups and no limit; RLIMIT_NPROC is not used because it

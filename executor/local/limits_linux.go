@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,14 +33,13 @@ type limiter struct {
 
 	mu     sync.Mutex
 	next   int
-	free   []*commandCgroup // emptied by their command, ready for another
+	parked []*commandCgroup // done with their command; reused once empty
 	closed bool
 	ready  *commandCgroup // prepared for the next fork; spawn thread only
 }
 
-// maxFree bounds the emptied command cgroups kept for reuse; more are
-// removed.
-const maxFree = 4
+// maxParked bounds the command cgroups kept for reuse; more are removed.
+const maxParked = 8
 
 // cgroupBase is where the cgroup hierarchies are mounted.
 const cgroupBase = "/sys/fs/cgroup"
@@ -306,15 +306,13 @@ type commandCgroup struct {
 	hits int64
 }
 
-// create makes the next command's cgroup, or takes an emptied one.
+// create makes the next command's cgroup, or takes a parked one that is
+// empty now. It runs on the spawn thread.
 func (l *limiter) create() (*commandCgroup, error) {
-	l.mu.Lock()
-	if n := len(l.free); n > 0 {
-		c := l.free[n-1]
-		l.free = l.free[:n-1]
-		l.mu.Unlock()
+	if c := l.unpark(); c != nil {
 		return c, nil
 	}
+	l.mu.Lock()
 	l.next++
 	dir := filepath.Join(l.root, "cmd-"+strconv.Itoa(l.next))
 	l.mu.Unlock()
@@ -409,14 +407,13 @@ func (l *limiter) leave() {
 }
 
 // finish is called once c's command was reaped: it reports whether a fork
-// of that command was refused by the pids limit, and hands c back for a
-// later command when no task is left in it, or removes it, off the
-// caller's path (a cgroup something escaped into stays until close).
+// of that command was refused by the pids limit, and parks c for a later
+// command (see unpark), or removes it, off the caller's path, when enough
+// are parked (a cgroup something escaped into stays until close).
 func (c *commandCgroup) finish() (hit bool) {
 	n, ok := c.maxCount()
 	hit = ok && n > c.hits
-	c.hits = n
-	if ok && c.empty() && c.l.recycle(c) {
+	if ok && c.current >= 0 && c.l.park(c) {
 		return hit
 	}
 	go c.remove()
@@ -471,16 +468,40 @@ func readCgroupFile(fd int, path string) ([]byte, bool) {
 	}
 }
 
-// recycle keeps the emptied c for a later command; false when the limiter
-// keeps enough already or is closed.
-func (l *limiter) recycle(c *commandCgroup) bool {
+// park keeps c, whose command is done, for a later command; false when
+// the limiter keeps enough already or is closed. c may not be empty yet:
+// the spawn thread may still wait in it (a command that ended before the
+// thread moved on to the next cgroup), or an escaped process may live on.
+func (l *limiter) park(c *commandCgroup) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed || len(l.free) >= maxFree {
+	if l.closed || len(l.parked) >= maxParked {
 		return false
 	}
-	l.free = append(l.free, c)
+	l.parked = append(l.parked, c)
 	return true
+}
+
+// unpark takes a parked cgroup that no task is in any more, with its
+// pids.events count taken afresh (a process left behind by its last command
+// may have run into the limit after that command ended); nil when none is
+// empty.
+func (l *limiter) unpark() *commandCgroup {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, c := range l.parked {
+		if !c.empty() {
+			continue
+		}
+		n, ok := c.maxCount()
+		if !ok {
+			continue
+		}
+		c.hits = n
+		l.parked = slices.Delete(l.parked, i, i+1)
+		return c
+	}
+	return nil
 }
 
 // remove frees c once its processes are gone (a failure leaves it for the
@@ -501,10 +522,10 @@ func (c *commandCgroup) remove() {
 func (l *limiter) close() {
 	l.mu.Lock()
 	l.closed = true
-	free := l.free
-	l.free = nil
+	parked := l.parked
+	l.parked = nil
 	l.mu.Unlock()
-	for _, c := range free {
+	for _, c := range parked {
 		c.remove()
 	}
 	if l.ready != nil {

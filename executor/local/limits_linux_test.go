@@ -3,9 +3,12 @@ package local
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/executor"
 )
@@ -193,4 +196,41 @@ func TestReusedCgroupReportsOnlyItsOwnHit(t *testing.T) {
 			t.Errorf("command %d after the hit: LimitHit %q", i+1, r.LimitHit)
 		}
 	}
+}
+
+// A command that ended while the spawn thread still waited in its cgroup
+// (the thread moves on to the next cgroup only after the fork) leaves the
+// cgroup parked, not lost: once the thread has moved on, it is reused.
+func TestParkedCgroupReusedOnceEmpty(t *testing.T) {
+	requireLimits(t, Limits{})
+	l, err := newLimiter(Limits{}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { // the spawn thread's part, on a thread of its own
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		defer l.close()
+		c, err := l.take() // the thread is in c now, as before a fork
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if c.finish() { // the command ended before the thread moved on
+			t.Error("a hit without a command")
+		}
+		l.prepare() // the thread moves on to the next cgroup
+		if l.ready == nil || l.ready == c {
+			t.Errorf("prepare did not move to another cgroup: %v", l.ready)
+			return
+		}
+		next := l.ready
+		l.ready = nil
+		if got := l.unpark(); got != c {
+			t.Errorf("the emptied cgroup was not reused: unpark gave %v, want %s", got, c.dir)
+		}
+		l.ready = next
+	}()
+	<-done
 }
