@@ -300,7 +300,11 @@ func (s *Spawner) Start(l *Launch) (_ *Process, err error) {
 }
 
 // onThread runs start on the spawn thread and returns its error; then,
-// once the caller has its answer, the thread runs after.
+// once the caller has its answer, the thread runs after. In between the
+// thread yields: the caller, made runnable by the answer, waits on the
+// thread's own P, and would otherwise wait there until after (the next
+// command's cgroup) is done or another thread steals it (~60-90 µs per
+// call here); after then runs while the command does.
 func (s *Spawner) onThread(start func() error, after func()) error {
 	s.mu.RLock()
 	if s.closed {
@@ -310,6 +314,7 @@ func (s *Spawner) onThread(start func() error, after func()) error {
 	done := make(chan error, 1)
 	s.reqs <- func() {
 		done <- start()
+		runtime.Gosched()
 		after()
 	}
 	s.mu.RUnlock()
