@@ -231,14 +231,14 @@ func (s *Spawner) Start(l *Launch) (_ *Process, err error) {
 		l.Discard()
 		return nil, err
 	}
-	cmd := exec.Command(l.Path, l.Args[1:]...)
-	cmd.Args[0] = l.Args[0]
-	cmd.Dir, cmd.Env = l.Dir, l.Env
-	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = outW, errW, l.Files
-	cmd.Stdin = s.devNull
+	stdin := s.devNull
 	if l.stdin != nil {
-		cmd.Stdin = l.stdin
+		stdin = l.stdin
 	}
+	// os.StartProcess, not os/exec: exec.Cmd rebuilds and deduplicates the
+	// environment on every start (the engine's is built once, without
+	// duplicates) and copies the files into a table of its own.
+	pa := &os.ProcAttr{Dir: l.Dir, Env: l.Env, Files: append([]*os.File{stdin, outW, errW}, l.Files...)}
 	attr := &syscall.SysProcAttr{}
 	if l.SysProcAttr != nil {
 		*attr = *l.SysProcAttr
@@ -246,20 +246,20 @@ func (s *Spawner) Start(l *Launch) (_ *Process, err error) {
 	// Setsid: own session and process group (the group id is the pid), and
 	// no controlling terminal, so /dev/tty prompts fail instead of hanging.
 	attr.Setsid = true
-	cmd.SysProcAttr = attr
+	pa.Sys = attr
 	var cg *commandCgroup
-	err = s.onThread(func() error {
-		if s.limits == nil {
-			return cmd.Start()
+	var proc *os.Process
+	err = s.onThread(func() (err error) {
+		if s.limits != nil {
+			if cg, err = s.limits.take(); err != nil {
+				s.log.Warn("command runs without a process limit", zap.Error(err))
+				cg = nil
+			} else {
+				cg.apply(attr)
+			}
 		}
-		var err error
-		if cg, err = s.limits.take(); err != nil {
-			s.log.Warn("command runs without a process limit", zap.Error(err))
-			cg = nil
-		} else {
-			cg.apply(attr)
-		}
-		return cmd.Start()
+		proc, err = os.StartProcess(l.Path, l.Args, pa)
+		return err
 	}, func() {
 		if s.limits != nil {
 			s.limits.prepare()
@@ -288,7 +288,7 @@ func (s *Spawner) Start(l *Launch) (_ *Process, err error) {
 		}
 		return nil, startError(l, err)
 	}
-	p := newProcess(cmd, outR, errR, l.feeds, l.Keep, s.log, s.waitExit)
+	p := newProcess(proc, outR, errR, l.feeds, l.Keep, s.log, s.waitExit)
 	p.cg = cg
 	for _, f := range p.feeds {
 		go func() {

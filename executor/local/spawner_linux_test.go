@@ -149,3 +149,34 @@ func TestExitWaitHoldsNoThread(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// The environment a command is started with (bash's own, which it would
+// deduplicate for its children anyway) has one entry per name, the last of the
+// base environment's (as os/exec would have made it at every start): the
+// engine deduplicates it once, the Spawner passes it as it is.
+func TestEnvironmentOneEntryPerName(t *testing.T) {
+	sp, err := NewSpawner(SpawnerConfig{Limits: Limits{Pids: -1, TotalPids: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(sp, engine.Config{StateDir: t.TempDir(),
+		BaseEnv: []string{"PATH=" + os.Getenv("PATH"), "DSH_DUP=first", "DSH_OTHER=x", "DSH_DUP=last", "PAGER=less"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Shutdown(t.Context())
+	res, err := e.Run(t.Context(), executor.Spec{Command: `tr '\0' '\n' < /proc/$$/environ`, Workdir: t.TempDir(), Timeout: time.Minute}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string][]string{}
+	for _, kv := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
+		name, value, _ := strings.Cut(kv, "=")
+		counts[name] = append(counts[name], value)
+	}
+	for name, want := range map[string]string{"DSH_DUP": "last", "DSH_OTHER": "x", "PAGER": "cat"} {
+		if got := counts[name]; len(got) != 1 || got[0] != want {
+			t.Errorf("%s in the command's environment: %q, want once %q", name, got, want)
+		}
+	}
+}
