@@ -36,28 +36,49 @@ type journalSink struct {
 
 func newJournalSink(j *replay.Journal, log *zap.Logger, id string, tell event.Sink) *journalSink {
 	js := &journalSink{j: j, log: log, id: id, tell: tell}
-	js.check.write = js.append
+	js.check.write = func(ev event.Event) { js.append(ev) }
 	return js
 }
 
 func (js *journalSink) Emit(ev event.Event) {
+	if js.keep(ev) {
+		js.append(ev)
+	}
+}
+
+// EmitBatch journals the batch's records with one write.
+func (js *journalSink) EmitBatch(evs []event.Event) {
+	kept := make([]event.Event, 0, len(evs))
+	for _, ev := range evs {
+		if js.keep(ev) {
+			kept = append(kept, ev)
+		}
+	}
+	if len(kept) > 0 {
+		js.append(kept...)
+	}
+}
+
+// keep reports whether ev is journaled as it is; live output goes to the
+// checkpoints instead, and a result ends its call's checkpoints.
+func (js *journalSink) keep(ev event.Event) bool {
 	switch e := ev.(type) {
 	case event.TextDelta, event.ThoughtDelta:
-		return
+		return false
 	case event.ToolOutput:
 		js.check.output(e.ID, e.Data)
-		return
+		return false
 	case event.ToolResult:
 		js.check.done(e.ID)
 	}
-	js.append(ev)
+	return true
 }
 
 // close stops checkpointing.
 func (js *journalSink) close() { js.check.stop() }
 
-func (js *journalSink) append(ev event.Event) {
-	err := js.j.Append(ev)
+func (js *journalSink) append(evs ...event.Event) {
+	err := js.j.AppendAll(evs...)
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	switch {

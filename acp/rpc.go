@@ -75,10 +75,18 @@ func (s *Server) noteCapabilities(params json.RawMessage) {
 	s.noteCaps(p)
 }
 
-// openTurn opens a prompt's turn and stamps its token into the prompt.
+// openTurn opens a prompt's turn and stamps its token into the prompt. It
+// reads only the prompt's session (and that it has a prompt: the SDK
+// requires one): the content blocks are decoded once, by the SDK. A prompt
+// the SDK still rejects (a bad block) is answered at once with an error,
+// which ends its turn without letting later prompts of its session start
+// before the earlier ones were answered (see turnRegistry.answered).
 func (s *Server) openTurn(m ingress.Message) ingress.Verdict {
-	var p sdk.PromptRequest
-	if json.Unmarshal(m.Params, &p) != nil || p.Validate() != nil {
+	var p struct {
+		SessionID string          `json:"sessionId"`
+		Prompt    json.RawMessage `json:"prompt"`
+	}
+	if json.Unmarshal(m.Params, &p) != nil || len(p.Prompt) == 0 || string(p.Prompt) == "null" {
 		s.calls.add(m.ID, nil) // the SDK rejects it before any handler runs
 		return ingress.Verdict{}
 	}
@@ -89,7 +97,7 @@ func (s *Server) openTurn(m ingress.Message) ingress.Verdict {
 		s.calls.add(m.ID, nil)
 		return ingress.Verdict{}
 	}
-	t := s.turns.open(string(p.SessionId), token)
+	t := s.turns.open(p.SessionID, token)
 	s.calls.add(m.ID, func(json.RawMessage) { s.turns.answered(t) })
 	return ingress.Verdict{Params: params}
 }

@@ -79,12 +79,23 @@ func sendUpdate(w *updateWriter, id string, log *zap.Logger, u sdk.SessionUpdate
 	}
 }
 
-// fanout sends each event to the client first, then to the journal.
+// fanout gives each event to its sinks in order. A session's puts the
+// journal before the presenter: a record is written (write(2)) before the
+// card that shows it goes out, so a daemon killed at any point has lost
+// nothing the user saw.
 type fanout []event.Sink
 
 func (f fanout) Emit(ev event.Event) {
 	for _, s := range f {
 		s.Emit(ev)
+	}
+}
+
+// EmitBatch gives the batch to each sink in turn (the journal writes it
+// with one write).
+func (f fanout) EmitBatch(evs []event.Event) {
+	for _, s := range f {
+		event.EmitAll(s, evs...)
 	}
 }
 
@@ -95,7 +106,7 @@ func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
 	ss.present = s.presenter(id, cwd, s.updates, ss.box, false)
 	ss.title = &titler{send: ss.send}
 	ss.journalSink = newJournalSink(j, s.log, id, ss.present)
-	sink := fanout{ss.title, ss.present, ss.journalSink}
+	sink := fanout{ss.title, ss.journalSink, ss.present}
 	ap := &approver{ss: ss, client: s.conn, tools: ss.box, userRules: s.cfg.UserRules, trust: s.trust}
 	ss.agent = agent.NewSession(id, s.runDir(cwd), s.models, ss.box, sink, ap, s.cfg.Agent)
 	return ss

@@ -112,7 +112,9 @@ func (r *turnRegistry) claim(sessionID string, meta map[string]any) *turn {
 }
 
 // answered ends t's life in the registry once its prompt's reply was written
-// (or will never be): the next prompt of its session may start. Idempotent.
+// (or will never be): the next prompt of its session may start — once the
+// prompts before t were answered too, for a prompt answered out of order
+// (one the SDK rejected while an earlier one ran). Idempotent.
 func (r *turnRegistry) answered(t *turn) {
 	t.cancel()
 	r.mu.Lock()
@@ -130,13 +132,31 @@ func (r *turnRegistry) removeLocked(t *turn) {
 			} else {
 				r.pending[t.session] = q
 			}
-			close(t.done)
+			t.finish()
 			break
 		}
 	}
 	if t.token != "" && r.byToken[t.token] == t {
 		delete(r.byToken, t.token)
 	}
+}
+
+// finish closes t.done once the prompts before t were answered: done means
+// that t and every earlier prompt of its session were, so a later prompt
+// chained after t never starts before an earlier one was answered.
+func (t *turn) finish() {
+	if t.after != nil {
+		select {
+		case <-t.after:
+		default: // answered before the prompt it follows
+			go func() {
+				<-t.after
+				close(t.done)
+			}()
+			return
+		}
+	}
+	close(t.done)
 }
 
 // waitPrevious blocks until the previous prompt of t's session was

@@ -1,10 +1,16 @@
 package acp
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/acp/ingress"
 )
 
 // wire drives a registry the way the guard does: it opens prompts and
@@ -185,11 +191,19 @@ func TestClaimWithoutItsOwnToken(t *testing.T) {
 				t.Error("a cancel missed the fresh turn")
 			}
 			fresh.release()
-			if !isClosed(fresh.done) {
+			if slices.Contains(w.r.pending[tt.sid], fresh) {
 				t.Error("a fresh turn is still open after release")
+			}
+			// Its done closes once the turn it follows was answered too.
+			if tt.sid == "s" && isClosed(fresh.done) {
+				t.Error("a fresh turn released before the one it follows reads as done")
+			}
+			if tt.sid != "s" && !isClosed(fresh.done) {
+				t.Error("a fresh turn that follows none is not done after release")
 			}
 		})
 	}
+	w.r.answered(own)
 }
 
 func TestClaimTakesTheTokenOutOfMeta(t *testing.T) {
@@ -233,4 +247,50 @@ func TestReleaseKeepsTheTurnUntilAnswered(t *testing.T) {
 	}
 	w.r.answered(first)
 	second.waitPrevious() // returns now
+}
+
+// A prompt answered before the one it follows (the SDK rejected it while
+// the earlier one ran) does not let the prompts after it start before the
+// earlier one was answered.
+func TestAnsweredOutOfOrderKeepsTheOrder(t *testing.T) {
+	w := newWire()
+	w.prompt("s")
+	w.prompt("s") // rejected by the SDK: answered at once
+	w.prompt("s")
+	for i := range w.metas {
+		w.claim(i)
+	}
+	first, rejected, third := w.turns[0], w.turns[1], w.turns[2]
+	w.r.answered(rejected)
+	if isClosed(third.after) {
+		t.Fatal("the third prompt may start while the first still runs")
+	}
+	w.r.answered(first)
+	third.waitPrevious() // returns once the first was answered
+	later := w.claim(w.prompt("s"))
+	if isClosed(later.after) {
+		t.Fatal("a prompt opened after the answers may start before the third was answered")
+	}
+	w.r.answered(third)
+	later.waitPrevious()
+}
+
+// openTurn reads only a prompt's session: its blocks are decoded once, by
+// the SDK. A prompt with a block the SDK will reject still gets a turn,
+// which its (error) reply ends.
+func TestOpenTurnReadsOnlyTheSession(t *testing.T) {
+	s := &Server{turns: newTurnRegistry(), calls: newPendingCalls(), log: zap.NewNop()}
+	params := json.RawMessage(`{"sessionId":"s","prompt":[{"type":"text","text":5}]}`)
+	v := s.openTurn(ingress.Message{Method: "session/prompt", ID: json.RawMessage("7"), Params: params})
+	if v.Params == nil || len(s.turns.pending["s"]) != 1 {
+		t.Fatalf("no turn opened for a prompt with a bad block (verdict %s)", v.Params)
+	}
+	s.calls.replied(json.RawMessage("7"), nil) // the SDK's error reply
+	if len(s.turns.pending) != 0 || len(s.turns.byToken) != 0 {
+		t.Errorf("the reply left the turn in the registry: %v", s.turns.pending)
+	}
+	// No prompt at all: the SDK rejects it before any handler; no turn.
+	if v := s.openTurn(ingress.Message{Method: "session/prompt", ID: json.RawMessage("8"), Params: json.RawMessage(`{"sessionId":"s"}`)}); v.Params != nil {
+		t.Errorf("a prompt without blocks was stamped: %s", v.Params)
+	}
 }

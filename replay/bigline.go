@@ -38,10 +38,24 @@ type bigLine struct {
 // planBig returns the parts of a record that carries a large plain text,
 // or ok false for one it does not take.
 func (e *encoder) planBig(r *wireRecord) (l bigLine, ok bool, err error) {
-	if r.Type == typeOutput && r.TextZ == nil && (len(r.Text) >= bigCard || r.textParts != nil) {
+	switch {
+	case !isBig(r):
+		return bigLine{}, false, nil
+	case r.Type == typeOutput:
 		return e.planOutput(r)
+	default:
+		return e.planResult(r)
 	}
-	return e.planResult(r)
+}
+
+// isBig reports whether a record carries a large plain text planBig
+// takes: an output record's text, or a tool_result's card output.
+func isBig(r *wireRecord) bool {
+	if r.Type == typeOutput {
+		return r.TextZ == nil && (len(r.Text) >= bigCard || r.textParts != nil)
+	}
+	res := r.Result
+	return r.Type == typeToolResult && res != nil && len(res.CardOutput) >= bigCard && res.v1Result == (v1Result{})
 }
 
 // planOutput: an output record's text is its last field.
@@ -62,9 +76,6 @@ func (e *encoder) planOutput(r *wireRecord) (bigLine, bool, error) {
 // planResult: a tool_result record whose card output is plain text.
 func (e *encoder) planResult(r *wireRecord) (bigLine, bool, error) {
 	res := r.Result
-	if r.Type != typeToolResult || res == nil || len(res.CardOutput) < bigCard || res.v1Result != (v1Result{}) {
-		return bigLine{}, false, nil
-	}
 	// The record without its result ends the line with "}\n"; a
 	// tool_result has no field after its result.
 	head := *r
@@ -317,7 +328,7 @@ func (j *Journal) writeBig(r *wireRecord, sync bool) (handled bool, err error) {
 	if size := l.size(); size > j.enc.max {
 		return true, fmt.Errorf("append to journal %s: %w: %s record of %d bytes (max %d)", j.id, ErrTooLarge, r.Type, size, j.enc.max)
 	}
-	n, scratch, err := l.writeTo(j.f, j.enc.scratch)
+	n, scratch, err := l.writeTo(writeFunc(j.writeFile), j.enc.scratch)
 	if cap(scratch) <= keptLine {
 		j.enc.scratch = scratch[:0]
 	}
@@ -327,7 +338,7 @@ func (j *Journal) writeBig(r *wireRecord, sync bool) (handled bool, err error) {
 				j.broken = fmt.Errorf("journal %s holds a partial record: %w", j.id, errors.Join(err, terr))
 			}
 		}
-		j.keep(l.bytes())
+		j.keep(l.bytes(), 1)
 		return true, fmt.Errorf("append to journal %s: %w (%w)", j.id, ErrKept, err)
 	}
 	j.size += int64(n)
@@ -340,3 +351,8 @@ func (j *Journal) writeBig(r *wireRecord, sync bool) (handled bool, err error) {
 	}
 	return true, nil
 }
+
+// writeFunc is a function as an io.Writer.
+type writeFunc func([]byte) (int, error)
+
+func (f writeFunc) Write(b []byte) (int, error) { return f(b) }

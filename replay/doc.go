@@ -45,8 +45,10 @@
 // # Durability
 //
 // Each record is written with one write(2) of the whole line on an O_APPEND
-// descriptor. The file is fsynced when a turn ends, on Sync and on Close,
-// never per record. A crash can therefore leave a torn last line (or a run of
+// descriptor (AppendAll writes several records' lines with one). The file
+// is fsynced when a turn ends (in the background; turns ending within 100
+// ms of the last fsync share the next one), on Sync and on Close, never per
+// record. A crash can therefore leave a torn last line (or a run of
 // NUL bytes), which OpenAppend cuts back to the last newline and which
 // readers skip with a warning. A writer holds flock(LOCK_EX) on its file for
 // its whole life; a second writer, in this or another process, gets ErrLocked.

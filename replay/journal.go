@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,27 +36,69 @@ type Journal struct {
 	syncErr      error // the last background fsync's failure, reported once
 	closed       bool
 
+	// batch is the reused buffer a multi-record Append gathers its lines in.
+	batch []byte
+
 	// A TurnEnd asks the syncer goroutine for an fsync, so durability at
-	// turn boundaries never sits on the response path.
-	syncReq  chan struct{}
-	syncDone chan struct{}
+	// turn boundaries never sits on the response path; the syncer runs at
+	// most one fsync per syncEvery (see syncer).
+	syncReq   chan struct{}
+	syncDone  chan struct{}
+	syncStop  chan struct{} // closed by Close: a waiting syncer stops waiting
+	syncEvery time.Duration
+	syncFile  func() error              // f.Sync (tests count the calls)
+	writeFile func([]byte) (int, error) // f.Write (tests count the calls)
 	// dirSync, when set, makes the new file's directory entry durable too;
 	// the syncer runs it once, before its first file sync.
 	dirSync func() error
 }
 
-func newJournal(id string, f *os.File, size int64, seq uint64, now func() time.Time) *Journal {
-	j := &Journal{id: id, now: now, f: f, enc: newEncoder(), size: size, seq: seq,
-		syncReq: make(chan struct{}, 1), syncDone: make(chan struct{})}
+// newJournal starts the journal of session id on f, which holds size bytes
+// of whole lines up to record seq.
+func (s *Store) newJournal(id string, f *os.File, size int64, seq uint64) *Journal {
+	j := &Journal{id: id, now: s.now, f: f, enc: newEncoder(), size: size, seq: seq,
+		syncReq: make(chan struct{}, 1), syncDone: make(chan struct{}), syncStop: make(chan struct{}),
+		syncEvery: cmp.Or(s.syncEvery, syncEvery), syncFile: f.Sync, writeFile: f.Write}
+	if s.syncFile != nil {
+		j.syncFile = func() error { return s.syncFile(f) }
+	}
+	if s.writeFile != nil {
+		j.writeFile = func(b []byte) (int, error) { return s.writeFile(f, b) }
+	}
 	go j.syncer()
 	return j
 }
 
-// syncer fsyncs the file whenever a turn ended, coalescing requests, until
-// Close.
+// syncEvery is the least time between two background fsyncs of a journal:
+// a turn that ends while none ran for that long is synced at once; turns
+// that end faster share one fsync at the end of the interval (group
+// commit), so a burst of short turns (typed `!` commands, a script driving
+// the daemon) costs one fsync per interval, not one each. A record is
+// written (write(2)) before anything shows it, so a killed daemon loses
+// nothing it showed; what the interval risks is only a machine crash
+// within it.
+const syncEvery = 100 * time.Millisecond
+
+// syncer fsyncs the file whenever a turn ended, at most once per
+// syncEvery, until Close.
 func (j *Journal) syncer() {
 	defer close(j.syncDone)
+	var last time.Time
 	for range j.syncReq {
+		if wait := j.syncEvery - time.Since(last); !last.IsZero() && wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-j.syncStop:
+				t.Stop()
+				return // Close syncs the file itself
+			}
+		}
+		select {
+		case <-j.syncReq: // this fsync covers a turn that ended meanwhile
+		default:
+		}
+		last = time.Now()
 		if err := j.syncOnce(); err != nil {
 			j.mu.Lock()
 			j.syncErr = fmt.Errorf("sync journal %s: %w", j.id, err)
@@ -76,7 +119,7 @@ func (j *Journal) syncOnce() error {
 			return err
 		}
 	}
-	return j.f.Sync()
+	return j.syncFile()
 }
 
 // ID is the session id.
@@ -90,9 +133,11 @@ func (j *Journal) Repaired() int64 { return j.repaired }
 // event.ThoughtDelta, event.ToolOutput) are not journaled: Append ignores
 // them and returns nil. An event type it does not know fails with
 // ErrUnknownEvent. A TurnEnd starts an fsync in the background (the reply
-// to the client never waits for the disk); a failure of it is returned by
-// the next Append or Close. Other records are not synced (see Sync). Card output beyond MaxCardOutput is cut to
-// its tail. A record longer than MaxLine fails with ErrTooLarge.
+// to the client never waits for the disk; turns ending in quick succession
+// share one, see syncEvery); a failure of it is returned by the next Append
+// or Close. Other records are not synced (see Sync). Card output beyond
+// MaxCardOutput is cut to its tail. A record longer than MaxLine fails with
+// ErrTooLarge.
 //
 // When a write fails (a full disk), the partial record is cut away, the
 // record is kept in memory and the error (errors.Is ErrKept) returned; the
@@ -100,14 +145,40 @@ func (j *Journal) Repaired() int64 { return j.repaired }
 // nothing is lost once the disk has room again. At most MaxBacklog bytes
 // are kept; past that, records are refused with ErrBacklogFull. If a cut
 // fails, every later call fails with that error.
-func (j *Journal) Append(ev event.Event) error {
-	var r wireRecord
-	ok, err := fromEvent(ev, &r)
-	if err != nil || !ok {
-		return err
+func (j *Journal) Append(ev event.Event) error { return j.AppendAll(ev) }
+
+// AppendAll records evs in order, as Append does each, with one write of
+// all their lines: events that follow each other with nothing shown in
+// between (a turn's result and its end) cost one system call. A record
+// that cannot be encoded (ErrUnknownEvent, ErrTooLarge) is left out and
+// its error returned; the others are still written.
+func (j *Journal) AppendAll(evs ...event.Event) error {
+	var one [1]wireRecord
+	recs := one[:0]
+	if len(evs) > 1 {
+		recs = make([]wireRecord, 0, len(evs))
 	}
-	_, end := ev.(event.TurnEnd)
-	return j.write(&r, end)
+	var errs []error
+	sync := false
+	for _, ev := range evs {
+		var r wireRecord
+		ok, err := fromEvent(ev, &r)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if _, end := ev.(event.TurnEnd); end {
+			sync = true
+		}
+		recs = append(recs, r)
+	}
+	if len(recs) > 0 {
+		errs = append(errs, j.write(recs, sync))
+	}
+	return errors.Join(errs...)
 }
 
 // AppendState records value (marshalled to JSON) as the latest value of the
@@ -120,7 +191,7 @@ func (j *Journal) AppendState(key string, value any) error {
 	if err != nil {
 		return fmt.Errorf("append state %q: %w", key, err)
 	}
-	return j.write(&wireRecord{Type: typeState, Key: key, Value: b}, false)
+	return j.write([]wireRecord{{Type: typeState, Key: key, Value: b}}, false)
 }
 
 // MaxBacklog bounds the records a journal keeps in memory while its writes
@@ -128,37 +199,41 @@ func (j *Journal) AppendState(key string, value any) error {
 // takes the backlog.
 const MaxBacklog = 64 << 20
 
-func (j *Journal) write(r *wireRecord, sync bool) error {
+// write encodes recs and writes their lines with one write; a record that
+// does not encode is left out (its error returned with the rest).
+func (j *Journal) write(recs []wireRecord, sync bool) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if err := j.usable(); err != nil {
 		return err
 	}
-	r.V, r.Seq = Version, j.seq+1
-	if r.T.IsZero() {
-		r.T = j.now().UTC()
+	if len(j.backlog) == 0 && j.anyBig(recs) {
+		return j.writeEach(recs, sync)
 	}
-	if handled, err := j.writeBig(r, sync); handled {
-		return err
-	}
-	line, err := j.enc.line(r)
-	if err != nil {
-		return fmt.Errorf("append to journal %s: %w", j.id, err)
+	return j.writeOne(recs, sync)
+}
+
+// writeOne encodes recs and writes their lines with one write. Called with
+// mu held.
+func (j *Journal) writeOne(recs []wireRecord, sync bool) error {
+	chunk, n, encErr := j.encode(recs)
+	if n == 0 {
+		return encErr
 	}
 	if len(j.backlog) > 0 {
-		if j.backlogBytes+len(line) > MaxBacklog {
-			j.dropped++
-			return fmt.Errorf("append to journal %s: %w (%d records wait; %d refused)", j.id, ErrBacklogFull, len(j.backlog), j.dropped)
+		if j.backlogBytes+len(chunk) > MaxBacklog {
+			j.dropped += n
+			return errors.Join(encErr, fmt.Errorf("append to journal %s: %w (%d records wait; %d refused)", j.id, ErrBacklogFull, len(j.backlog), j.dropped))
 		}
-		j.keep(line)
+		j.keep(chunk, n)
 		if err := j.flushBacklog(); err != nil {
-			return err
+			return errors.Join(encErr, err)
 		}
-	} else if err := j.writeLine(line); err != nil {
-		j.keep(line)
-		return fmt.Errorf("append to journal %s: %w (%w)", j.id, ErrKept, err)
+	} else if err := j.writeLine(chunk); err != nil {
+		j.keep(chunk, n)
+		return errors.Join(encErr, fmt.Errorf("append to journal %s: %w (%w)", j.id, ErrKept, err))
 	} else {
-		j.seq++
+		j.seq += uint64(n)
 	}
 	if sync {
 		select {
@@ -166,21 +241,95 @@ func (j *Journal) write(r *wireRecord, sync bool) error {
 		default: // an fsync is already pending; it will cover this record
 		}
 	}
-	return nil
+	return encErr
 }
 
-// keep queues a copy of line (the encoder reuses its buffer) and takes its
-// sequence number, so later records follow it.
-func (j *Journal) keep(line []byte) {
-	j.backlog = append(j.backlog, bytes.Clone(line))
-	j.backlogBytes += len(line)
-	j.seq++
+// anyBig reports whether one of recs carries a large text that writeBig
+// streams from its parts.
+func (j *Journal) anyBig(recs []wireRecord) bool {
+	for i := range recs {
+		if isBig(&recs[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeEach writes recs one at a time, a big one streamed by writeBig (no
+// buffer of its size) and the others as lines of their own; the fsync
+// request goes with the last. Called with mu held.
+func (j *Journal) writeEach(recs []wireRecord, sync bool) error {
+	var errs []error
+	for i := range recs {
+		if err := j.usable(); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		r := &recs[i]
+		last := sync && i == len(recs)-1
+		r.V, r.Seq = Version, j.seq+1
+		if r.T.IsZero() {
+			r.T = j.now().UTC()
+		}
+		if handled, err := j.writeBig(r, last); handled {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, j.writeOne(recs[i:i+1], last))
+	}
+	return errors.Join(errs...)
+}
+
+// encode numbers and encodes recs, returning their lines as one chunk (valid
+// until the next encode) and how many records it holds. Called with mu held.
+func (j *Journal) encode(recs []wireRecord) (chunk []byte, n int, err error) {
+	var errs []error
+	var now time.Time // one timestamp per write
+	for i := range recs {
+		r := &recs[i]
+		r.V, r.Seq = Version, j.seq+uint64(n)+1
+		if r.T.IsZero() {
+			if now.IsZero() {
+				now = j.now().UTC()
+			}
+			r.T = now
+		}
+		line, lerr := j.enc.line(r)
+		if lerr != nil {
+			errs = append(errs, fmt.Errorf("append to journal %s: %w", j.id, lerr))
+			continue
+		}
+		switch {
+		case len(recs) == 1:
+			chunk = line
+		case n == 0 && !j.enc.owns(line):
+			chunk = line // a buffer of its own (a big card): the rest go after it
+		case n == 0:
+			chunk = append(j.batch[:0], line...)
+		default:
+			chunk = append(chunk, line...)
+		}
+		n++
+	}
+	if len(recs) > 1 && cap(chunk) <= keptLine {
+		j.batch = chunk[:0]
+	} else if cap(j.batch) > keptLine {
+		j.batch = nil
+	}
+	return chunk, n, errors.Join(errs...)
+}
+
+// keep queues a copy of chunk, n records (the encoder reuses its buffer),
+// and takes their sequence numbers, so later records follow them.
+func (j *Journal) keep(chunk []byte, n int) {
+	j.backlog = append(j.backlog, bytes.Clone(chunk))
+	j.backlogBytes += len(chunk)
+	j.seq += uint64(n)
 }
 
 // writeLine writes one whole line. A partial write is cut away; when the
 // cut fails too, the journal is broken for good.
 func (j *Journal) writeLine(line []byte) error {
-	n, err := j.f.Write(line)
+	n, err := j.writeFile(line)
 	if err != nil {
 		if n > 0 {
 			if terr := j.f.Truncate(j.size); terr != nil {
@@ -256,11 +405,12 @@ func (j *Journal) Close() error {
 		}
 	}
 	j.closed = true
+	close(j.syncStop)
 	close(j.syncReq)
 	j.mu.Unlock()
 	<-j.syncDone // the syncer may need mu to record an error
 	j.mu.Lock()
-	serr := errors.Join(j.syncErr, j.f.Sync())
+	serr := errors.Join(j.syncErr, j.syncFile())
 	cerr := j.f.Close()
 	if err := errors.Join(lost, serr, cerr); err != nil {
 		return fmt.Errorf("close journal %s: %w", j.id, err)

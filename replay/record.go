@@ -326,6 +326,13 @@ func newEncoder() *encoder {
 
 // line encodes r as one line, trailing newline included. The slice is valid
 // until the next call.
+// owns reports whether line, just returned by line, is the encoder's own
+// buffer (overwritten by the next record) rather than one of its own.
+func (e *encoder) owns(line []byte) bool {
+	b := e.buf.Bytes()
+	return len(line) > 0 && len(b) > 0 && &line[0] == &b[0]
+}
+
 func (e *encoder) line(r *wireRecord) ([]byte, error) {
 	if e.buf.Cap() > keptLine {
 		e.buf = bytes.Buffer{} // do not pin one huge record's buffer

@@ -21,6 +21,10 @@ type Store struct {
 	dir  string
 	root *os.Root
 	now  func() time.Time
+	// Seams for the package's tests; nil means the real thing.
+	syncEvery time.Duration                       // 0: syncEvery
+	syncFile  func(*os.File) error                // f.Sync
+	writeFile func(*os.File, []byte) (int, error) // f.Write
 }
 
 // Option configures a Store.
@@ -110,7 +114,7 @@ func (s *Store) Create(id, cwd, daemonVersion string) (*Journal, error) {
 	j.mu.Lock()
 	j.dirSync = s.syncDir
 	j.mu.Unlock()
-	if err := j.write(&h, true); err != nil {
+	if err := j.write([]wireRecord{h}, true); err != nil {
 		j.Close()
 		s.root.Remove(name)
 		return nil, err
@@ -128,7 +132,7 @@ func (s *Store) startJournal(id string, f *os.File) (*Journal, error) {
 		f.Close()
 		return nil, err
 	}
-	return newJournal(id, f, 0, 0, s.now), nil
+	return s.newJournal(id, f, 0, 0), nil
 }
 
 func (s *Store) syncDir() error {
@@ -183,7 +187,7 @@ func (s *Store) openAppend(id string) (*Journal, error) {
 		if !ok {
 			return nil, ErrNoHeader
 		}
-		j := newJournal(id, f, size, seq, s.now)
+		j := s.newJournal(id, f, size, seq)
 		j.repaired = torn
 		return j, nil
 	}()

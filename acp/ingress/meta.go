@@ -29,6 +29,9 @@ func SetMeta(params json.RawMessage, key string, value json.RawMessage) (json.Ra
 	if !json.Valid(params) {
 		return nil, errors.New("ingress: set meta: params is not JSON")
 	}
+	if out, ok := appendMeta(params, key, value); ok {
+		return out, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(params))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, errors.New("ingress: set meta: params is not a JSON object")
@@ -72,6 +75,46 @@ func SetMeta(params json.RawMessage, key string, value json.RawMessage) (json.Ra
 	}
 	out = append(append(out, `"_meta":`...), m...)
 	return append(out, '}'), nil
+}
+
+// appendMeta is SetMeta's fast path, for the common params with no _meta
+// member (a prompt as editors send it): the _meta member is appended to
+// the object as written. ok is false when params (valid JSON) is not an
+// object, or when one of its member names might decode to _meta in any
+// case: when it holds "meta" in any case, or an escape "\u00" that could
+// spell one of its letters.
+func appendMeta(params json.RawMessage, key string, value json.RawMessage) ([]byte, bool) {
+	body := bytes.TrimRight(params, " \t\r\n")
+	lead := len(params) - len(bytes.TrimLeft(params, " \t\r\n"))
+	if len(body) < 2 || lead >= len(body) || body[lead] != '{' || body[len(body)-1] != '}' || mayNameMeta(params) {
+		return nil, false
+	}
+	k, err := json.Marshal(key)
+	if err != nil {
+		return nil, false
+	}
+	body = body[:len(body)-1]
+	out := make([]byte, 0, len(body)+len(k)+len(value)+16)
+	out = append(out, body...)
+	if inner := bytes.TrimRight(body[lead+1:], " \t\r\n"); len(inner) > 0 {
+		out = append(out, ',')
+	}
+	out = append(append(out, `"_meta":{`...), k...)
+	out = append(append(append(out, ':'), value...), "}}"...)
+	return out, true
+}
+
+// mayNameMeta reports whether b holds "meta" in any case or "\u00".
+func mayNameMeta(b []byte) bool {
+	for i := 0; i+3 < len(b); i++ {
+		switch c := b[i] | 0x20; {
+		case c == 'm' && b[i+1]|0x20 == 'e' && b[i+2]|0x20 == 't' && b[i+3]|0x20 == 'a':
+			return true
+		case b[i] == '\\' && b[i+1] == 'u' && b[i+2] == '0' && b[i+3] == '0':
+			return true
+		}
+	}
+	return false
 }
 
 // mergeMeta folds one _meta member into meta as encoding/json decodes a

@@ -13,8 +13,15 @@ func TestSetMeta(t *testing.T) {
 		name, params, want, err string
 	}{
 		{name: "empty object", params: `{}`, want: `{"_meta":{"dsh/turn":"t7"}}`},
-		{name: "keeps members in order", params: ` {"b":1, "a":[2,3] ,"c":{"x":null}} `,
-			want: `{"b":1,"a":[2,3],"c":{"x":null},"_meta":{"dsh/turn":"t7"}}`},
+		// Without a _meta member (a prompt as editors send it) the object is
+		// kept byte for byte and the member appended: no decode and re-encode.
+		{name: "keeps members as written", params: ` {"b":1, "a":[2,3] ,"c":{"x":null}} `,
+			want: ` {"b":1, "a":[2,3] ,"c":{"x":null},"_meta":{"dsh/turn":"t7"}}`},
+		{name: "empty object with spaces", params: `{ }`, want: `{ "_meta":{"dsh/turn":"t7"}}`},
+		{name: "a word like meta takes the full path", params: ` {"b":"metadata", "a":1}`,
+			want: `{"b":"metadata","a":1,"_meta":{"dsh/turn":"t7"}}`},
+		{name: "an escape takes the full path", params: `{"b":"\u00e9", "a":1}`,
+			want: `{"b":"\u00e9","a":1,"_meta":{"dsh/turn":"t7"}}`},
 		{name: "merges into the client's meta", params: `{"_meta":{"zed":{"v":1}},"p":1}`,
 			want: `{"p":1,"_meta":{"dsh/turn":"t7","zed":{"v":1}}}`},
 		{name: "replaces a forged value", params: `{"_meta":{"dsh/turn":"t1"}}`,
@@ -61,6 +68,7 @@ func FuzzSetMeta(f *testing.F) {
 	for _, seed := range []string{
 		`{}`, `{"a":1}`, `{"_meta":{"k":"forged","x":1}}`, `{"_meta":null,"_META":{"y":2}}`,
 		`{"_meta":{"a":{"b":1}},"_meta":{"a":2}}`, `{"\u005fmeta":{}}`, `[]`, `{"_meta":1}`, `{"a":"\xff"}`,
+		` { "a" : 1 } `, `{"_MeTa":{}}`, `{"\u005F\u006deta":{"x":1}}`,
 	} {
 		f.Add([]byte(seed))
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,7 +89,7 @@ func New(sp Spawner, cfg Config) (*Engine, error) {
 	return &Engine{
 		cfg:     cfg,
 		spawner: sp,
-		env:     mergeEnv(cfg.BaseEnv, nonInteractiveEnv),
+		env:     lastOfEach(mergeEnv(cfg.BaseEnv, nonInteractiveEnv)),
 		spills:  spills,
 		redact:  newRedactor(cfg.Redact),
 		store:   store,
@@ -97,6 +98,23 @@ func New(sp Spawner, cfg Config) (*Engine, error) {
 		tasks:   make(map[string]*task),
 		subs:    make(map[int]func(executor.TaskDone)),
 	}, nil
+}
+
+// lastOfEach keeps the last entry of each name in env ("NAME=value"), in
+// the order of those entries: what os/exec does to an environment on every
+// start, done once here, since a Spawner passes Command.Env as it is.
+func lastOfEach(env []string) []string {
+	seen := make(map[string]bool, len(env))
+	out := make([]string, 0, len(env))
+	for i := len(env) - 1; i >= 0; i-- {
+		name, _, _ := strings.Cut(env[i], "=")
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, env[i])
+		}
+	}
+	slices.Reverse(out)
+	return out
 }
 
 // StateDir is the absolute state directory the engine's spill files live

@@ -40,6 +40,7 @@ type live struct {
 	dropped int64     // bytes skipped (too many runs) and not yet reported
 	last    executor.Stream
 	closed  bool
+	started bool // run was started, by the first write
 
 	wake     chan struct{} // capacity 1: "state changed"
 	closing  chan struct{} // closed by close: cuts a frame pause short
@@ -52,15 +53,15 @@ type liveSeg struct {
 	n      int
 }
 
-// newLive starts delivering c's output, from what it holds now on, to
-// observe.
+// newLive delivers c's output, from what it holds now on, to observe. The
+// delivery goroutine starts with the first output: a command that prints
+// nothing costs none, and its end no hand-off to one.
 func newLive(observe func(executor.Chunk), c *capture) *live {
 	l := &live{observe: observe, c: c, wake: make(chan struct{}, 1), closing: make(chan struct{}), finished: make(chan struct{})}
 	c.mu.Lock()
 	l.next = c.all.total
 	c.live = l
 	c.mu.Unlock()
-	go l.run()
 	return l
 }
 
@@ -78,6 +79,10 @@ func (l *live) wrote(st executor.Stream, n int) {
 		l.segs = append(l.segs, liveSeg{stream: st, n: n})
 	}
 	l.last = st
+	if !l.started && !l.closed {
+		l.started = true
+		go l.run()
+	}
 	select {
 	case l.wake <- struct{}{}:
 	default:
@@ -88,8 +93,13 @@ func (l *live) wrote(st executor.Stream, n int) {
 func (l *live) close() {
 	l.c.mu.Lock()
 	l.closed = true
+	started := l.started
 	l.c.mu.Unlock()
 	close(l.closing)
+	if !started { // nothing was written: no delivery to wait for
+		close(l.finished)
+		return
+	}
 	select {
 	case l.wake <- struct{}{}:
 	default:

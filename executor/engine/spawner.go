@@ -25,7 +25,8 @@ type Spawner interface {
 type Command struct {
 	// Spec is the resolved call; Spec.Level is never empty.
 	Spec executor.Spec
-	// Env is the complete environment, "NAME=value" entries.
+	// Env is the complete environment, "NAME=value" entries, one per name
+	// (the engine keeps the last of each); a Spawner passes it as it is.
 	Env []string
 	// SpillDir, set for confined levels only, is the existing directory
 	// the owner's spill files go to (a sandbox shows it read-only so the

@@ -16,7 +16,9 @@
 // engine's last signal. The per-OS code lives in _linux.go and _darwin.go
 // files:
 //
-//   - Linux: waitid(P_PID, WEXITED|WNOWAIT).
+//   - Linux: waitid(P_PIDFD, WEXITED|WNOWAIT) on a non-blocking pidfd the Go
+//     poller watches, so a waiting command holds no OS thread (P_PID and a
+//     blocking waitid where pidfds are missing, before Linux 5.10).
 //   - darwin: a kqueue EVFILT_PROC/NOTE_EXIT (awaitExit over kqueueExits).
 //     kqueue refuses (ESRCH) to watch a process that has already exited;
 //     the pid is then confirmed, from sysctl kern.proc.pid, to be our
@@ -48,7 +50,11 @@
 // CLONE_INTO_CGROUP; on v1 the spawn thread moves into the command's cgroup
 // before the fork, so the child is born in it either way, with no window.
 // The next command's cgroup is made, and on v1 entered, right after each
-// fork, off the spawn's path. A command that hit its limit ends with
+// fork, off the spawn's path. Once its command was reaped, a command's
+// cgroup is parked and reused for a later command as soon as no task is
+// left in it (at most eight are parked; one something escaped into stays
+// until its processes end, or until the daemon stops), so a command costs
+// no cgroup mkdir or rmdir. A command that hit its limit ends with
 // Exit.LimitHit "pids" (its forks failed with EAGAIN; it was not killed).
 // Spawner.LimitsUnavailable says why no limit applies when none can be set.
 // darwin has no cgroups and no limit; RLIMIT_NPROC is not used because it

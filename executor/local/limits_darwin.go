@@ -28,5 +28,5 @@ func (*limiter) take() (*commandCgroup, error)         { return nil, errNoLimits
 func (*limiter) prepare()                              {}
 func (*limiter) close()                                {}
 func (*commandCgroup) apply(*syscall.SysProcAttr)      {}
-func (*commandCgroup) hit() bool                       { return false }
+func (*commandCgroup) finish() bool                    { return false }
 func (*commandCgroup) remove()                         {}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,10 +31,15 @@ type limiter struct {
 	pids int
 	log  *zap.Logger
 
-	mu    sync.Mutex
-	next  int
-	ready *commandCgroup // prepared for the next fork; spawn thread only
+	mu     sync.Mutex
+	next   int
+	parked []*commandCgroup // done with their command; reused once empty
+	closed bool
+	ready  *commandCgroup // prepared for the next fork; spawn thread only
 }
+
+// maxParked bounds the command cgroups kept for reuse; more are removed.
+const maxParked = 8
 
 // cgroupBase is where the cgroup hierarchies are mounted.
 const cgroupBase = "/sys/fs/cgroup"
@@ -283,14 +289,29 @@ func hasWord(path, word string) bool {
 	return err == nil && inList(strings.ReplaceAll(strings.TrimSpace(string(b)), " ", ","), word)
 }
 
-// commandCgroup is one command's pids cgroup.
+// commandCgroup is one command's pids cgroup. Once its command is gone
+// and it is empty again, it is reused for a later command (finish), so a
+// command costs no mkdir and no rmdir of a cgroup, which are slow: the
+// kernel tears a cgroup down in the background, on the same CPUs the
+// commands run on.
 type commandCgroup struct {
+	l   *limiter
 	dir string
 	fd  int // v2: the directory, for CLONE_INTO_CGROUP; -1 otherwise
+	// events and current are pids.events and pids.current, kept open (-1
+	// when they could not be opened: the cgroup is then not reused).
+	events, current int
+	// hits is pids.events' "max" count when the cgroup was handed to its
+	// command: a reused cgroup's count includes its earlier commands'.
+	hits int64
 }
 
-// create makes the next command's cgroup.
+// create makes the next command's cgroup, or takes a parked one that is
+// empty now. It runs on the spawn thread.
 func (l *limiter) create() (*commandCgroup, error) {
+	if c := l.unpark(); c != nil {
+		return c, nil
+	}
 	l.mu.Lock()
 	l.next++
 	dir := filepath.Join(l.root, "cmd-"+strconv.Itoa(l.next))
@@ -298,7 +319,7 @@ func (l *limiter) create() (*commandCgroup, error) {
 	if err := makeLimited(dir, l.pids); err != nil {
 		return nil, err
 	}
-	c := &commandCgroup{dir: dir, fd: -1}
+	c := &commandCgroup{l: l, dir: dir, fd: -1, events: -1, current: -1}
 	if l.v2 {
 		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -307,7 +328,18 @@ func (l *limiter) create() (*commandCgroup, error) {
 		}
 		c.fd = fd
 	}
+	c.events = openRead(filepath.Join(dir, "pids.events"))
+	c.current = openRead(filepath.Join(dir, "pids.current"))
 	return c, nil
+}
+
+// openRead opens a cgroup file for reading; -1 when it cannot.
+func openRead(path string) int {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
 }
 
 // apply sets up attr so the child is born in c (v2).
@@ -374,26 +406,112 @@ func (l *limiter) leave() {
 	}
 }
 
-// hit reports whether a fork was refused by c's pids limit.
-func (c *commandCgroup) hit() bool {
-	b, err := os.ReadFile(filepath.Join(c.dir, "pids.events"))
-	if err != nil {
-		return false
+// finish is called once c's command was reaped: it reports whether a fork
+// of that command was refused by the pids limit, and parks c for a later
+// command (see unpark), or removes it, off the caller's path, when enough
+// are parked (a cgroup something escaped into stays until close).
+func (c *commandCgroup) finish() (hit bool) {
+	n, ok := c.maxCount()
+	hit = ok && n > c.hits
+	if ok && c.current >= 0 && c.l.park(c) {
+		return hit
+	}
+	go c.remove()
+	return hit
+}
+
+// maxCount reads pids.events' "max" count: how many forks the limit refused.
+func (c *commandCgroup) maxCount() (int64, bool) {
+	b, ok := readCgroupFile(c.events, filepath.Join(c.dir, "pids.events"))
+	if !ok {
+		return 0, false
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if n, ok := strings.CutPrefix(line, "max "); ok {
-			return strings.TrimSpace(n) != "0"
+		if v, found := strings.CutPrefix(line, "max "); found {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
 		}
 	}
-	return false
+	return 0, false
+}
+
+// empty reports whether no task is in c (false when it cannot tell).
+func (c *commandCgroup) empty() bool {
+	if c.current < 0 {
+		return false
+	}
+	b, ok := readCgroupFile(c.current, "")
+	return ok && strings.TrimSpace(string(b)) == "0"
+}
+
+// readCgroupFile reads a small cgroup file from its kept descriptor (from
+// offset 0: the kernel renders it afresh), or by path when fd < 0 and path
+// is set.
+func readCgroupFile(fd int, path string) ([]byte, bool) {
+	if fd < 0 {
+		if path == "" {
+			return nil, false
+		}
+		b, err := os.ReadFile(path)
+		return b, err == nil
+	}
+	var buf [128]byte
+	for {
+		n, err := unix.Pread(fd, buf[:], 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n < 0 {
+			return nil, false
+		}
+		return buf[:n], true
+	}
+}
+
+// park keeps c, whose command is done, for a later command; false when
+// the limiter keeps enough already or is closed. c may not be empty yet:
+// the spawn thread may still wait in it (a command that ended before the
+// thread moved on to the next cgroup), or an escaped process may live on.
+func (l *limiter) park(c *commandCgroup) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || len(l.parked) >= maxParked {
+		return false
+	}
+	l.parked = append(l.parked, c)
+	return true
+}
+
+// unpark takes a parked cgroup that no task is in any more, with its
+// pids.events count taken afresh (a process left behind by its last command
+// may have run into the limit after that command ended); nil when none is
+// empty.
+func (l *limiter) unpark() *commandCgroup {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, c := range l.parked {
+		if !c.empty() {
+			continue
+		}
+		n, ok := c.maxCount()
+		if !ok {
+			continue
+		}
+		c.hits = n
+		l.parked = slices.Delete(l.parked, i, i+1)
+		return c
+	}
+	return nil
 }
 
 // remove frees c once its processes are gone (a failure leaves it for the
 // limiter's close).
 func (c *commandCgroup) remove() {
-	if c.fd >= 0 {
-		unix.Close(c.fd)
-		c.fd = -1
+	for _, fd := range []*int{&c.fd, &c.events, &c.current} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+		}
 	}
 	_ = os.Remove(c.dir)
 }
@@ -402,6 +520,14 @@ func (c *commandCgroup) remove() {
 // cgroups are left and empty). It runs on the spawn thread, last, and moves
 // the thread back to the daemon's cgroup first.
 func (l *limiter) close() {
+	l.mu.Lock()
+	l.closed = true
+	parked := l.parked
+	l.parked = nil
+	l.mu.Unlock()
+	for _, c := range parked {
+		c.remove()
+	}
 	if l.ready != nil {
 		c := l.ready
 		l.ready = nil

@@ -3,9 +3,12 @@ package local
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/executor"
 )
@@ -151,4 +154,83 @@ func TestRoomWalksUp(t *testing.T) {
 	if got := room(own, mount); got != 0 {
 		t.Errorf("over the limit: room %d, want 0", got)
 	}
+}
+
+// TestCommandCgroupsAreReused: commands run one after another reuse the
+// emptied cgroups of earlier ones instead of making (and tearing down) a
+// cgroup each.
+func TestCommandCgroupsAreReused(t *testing.T) {
+	requireLimits(t, Limits{})
+	e := newTestExecutor(t, Config{})
+	const runs = 8
+	seen := map[string]bool{}
+	for range runs {
+		res := run(t, e, resolve(t, e, "grep pids /proc/self/cgroup || cat /proc/self/cgroup"))
+		line := strings.TrimSpace(string(res.Stdout))
+		if !strings.Contains(line, "/dsh-acp-") {
+			t.Fatalf("the command is not in a daemon cgroup: %q", line)
+		}
+		seen[line] = true
+	}
+	// Two alternate (the spawn thread waits in the next one while a
+	// command runs); one more may be made when a release races the thread.
+	if len(seen) > 3 {
+		t.Errorf("%d commands ran in %d cgroups, want at most 3: %v", runs, len(seen), seen)
+	}
+}
+
+// TestReusedCgroupReportsOnlyItsOwnHit: a command that ran into the pids
+// limit says so; later commands in the same (reused) cgroup do not.
+func TestReusedCgroupReportsOnlyItsOwnHit(t *testing.T) {
+	limits := Limits{Pids: 4, TotalPids: 64}
+	requireLimits(t, limits)
+	e := newTestExecutor(t, Config{Limits: limits})
+	// Every child is waited for, so the cgroup is empty when the command
+	// ends and goes back for reuse.
+	res := run(t, e, resolve(t, e, "for i in 1 2 3 4 5 6 7 8; do sleep 0.1 & done 2>/dev/null; wait"))
+	if res.LimitHit != "pids" {
+		t.Fatalf("8 children under a limit of 4: LimitHit %q", res.LimitHit)
+	}
+	for i := range 4 {
+		if r := run(t, e, resolve(t, e, "true")); r.LimitHit != "" {
+			t.Errorf("command %d after the hit: LimitHit %q", i+1, r.LimitHit)
+		}
+	}
+}
+
+// A command that ended while the spawn thread still waited in its cgroup
+// (the thread moves on to the next cgroup only after the fork) leaves the
+// cgroup parked, not lost: once the thread has moved on, it is reused.
+func TestParkedCgroupReusedOnceEmpty(t *testing.T) {
+	requireLimits(t, Limits{})
+	l, err := newLimiter(Limits{}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { // the spawn thread's part, on a thread of its own
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		defer l.close()
+		c, err := l.take() // the thread is in c now, as before a fork
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if c.finish() { // the command ended before the thread moved on
+			t.Error("a hit without a command")
+		}
+		l.prepare() // the thread moves on to the next cgroup
+		if l.ready == nil || l.ready == c {
+			t.Errorf("prepare did not move to another cgroup: %v", l.ready)
+			return
+		}
+		next := l.ready
+		l.ready = nil
+		if got := l.unpark(); got != c {
+			t.Errorf("the emptied cgroup was not reused: unpark gave %v, want %s", got, c.dir)
+		}
+		l.ready = next
+	}()
+	<-done
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"sync"
 	"syscall"
 
@@ -22,7 +21,7 @@ import (
 // zombie its pid, which is the group id, cannot be recycled, and Signal
 // stays safe. Release reaps it; no signal is sent after that.
 type Process struct {
-	cmd      *exec.Cmd
+	proc     *os.Process
 	pid      int
 	out, err *os.File
 	feeds    []feed
@@ -38,11 +37,11 @@ type Process struct {
 
 var _ engine.Process = (*Process)(nil)
 
-func newProcess(cmd *exec.Cmd, out, err *os.File, feeds []feed, keep []io.Closer, log *zap.Logger, wait func(int) error) *Process {
+func newProcess(proc *os.Process, out, err *os.File, feeds []feed, keep []io.Closer, log *zap.Logger, wait func(int) error) *Process {
 	if wait == nil {
 		wait = waitExit
 	}
-	return &Process{cmd: cmd, pid: cmd.Process.Pid, out: out, err: err, feeds: feeds, keep: keep, log: log, wait: wait}
+	return &Process{proc: proc, pid: proc.Pid, out: out, err: err, feeds: feeds, keep: keep, log: log, wait: wait}
 }
 
 // Pid is the leader's process id (and the group id).
@@ -92,18 +91,14 @@ func (p *Process) Release() engine.Exit {
 	for _, f := range p.feeds {
 		f.w.Close()
 	}
-	err := p.cmd.Wait()
+	st, err := p.proc.Wait()
 	for _, c := range p.keep {
 		c.Close()
 	}
 	var limit string
-	if p.cg != nil {
-		if p.cg.hit() {
-			limit = "pids"
-		}
-		go p.cg.remove() // off the result's path: the cgroup is empty now
+	if p.cg != nil && p.cg.finish() {
+		limit = "pids"
 	}
-	st := p.cmd.ProcessState
 	if st == nil {
 		p.log.Error("wait", zap.Int("pid", p.pid), zap.Error(err))
 		return engine.Exit{Code: -1, LimitHit: limit}

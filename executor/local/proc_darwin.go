@@ -78,3 +78,7 @@ func (k kqueueExits) Close() error { return unix.Close(k.kq) }
 func signalGroup(pgid int, sig syscall.Signal, leaderExited bool) error {
 	return groupSignalError(unix.Kill(-pgid, sig), leaderExited, true)
 }
+
+// outputPipe is the pipe a command's stdout or stderr goes to (os.Pipe:
+// darwin has no pipe2).
+func outputPipe() (r, w *os.File, err error) { return pipe() }

@@ -50,6 +50,11 @@ type Spawner struct {
 	limitsWhy error
 	waitExit  func(pid int) error // nil: this OS's waitExit (tests replace it)
 
+	// devNull is every command's stdin when no Spec.Stdin is given: one
+	// read-only /dev/null for the Spawner's life, not one open per start.
+	// The spawn thread closes it when it ends, after the last start.
+	devNull *os.File
+
 	reqs      chan func()
 	closeOnce sync.Once
 	mu        sync.RWMutex // held for reading while a start is queued
@@ -70,7 +75,11 @@ func NewSpawner(cfg SpawnerConfig) (*Spawner, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	s := &Spawner{bash: bash, log: cfg.Logger, reqs: make(chan func())}
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", os.DevNull, err)
+	}
+	s := &Spawner{bash: bash, log: cfg.Logger, devNull: devNull, reqs: make(chan func())}
 	if s.limits, s.limitsWhy = newLimiter(cfg.Limits, cfg.Logger); s.limitsWhy != nil {
 		cfg.Logger.Info("commands run without a process limit", zap.Error(s.limitsWhy))
 	}
@@ -92,6 +101,7 @@ func (s *Spawner) thread() {
 	for f := range s.reqs {
 		f()
 	}
+	s.devNull.Close()
 	if s.limits != nil {
 		s.limits.close()
 	}
@@ -186,7 +196,7 @@ func (s *Spawner) Prepare(cmd engine.Command) (*Launch, error) {
 		l.stdin = r
 		l.close = append(l.close, w)
 		l.feeds = append(l.feeds, feed{w: w, data: spec.Stdin})
-	} // else os/exec connects /dev/null: never the daemon's stdin.
+	} // else Start connects /dev/null: never the daemon's stdin.
 	return l, nil
 }
 
@@ -209,25 +219,26 @@ func (l *Launch) Discard() {
 // Start starts l on the spawn thread. On error nothing is left running and
 // every file of l is closed.
 func (s *Spawner) Start(l *Launch) (_ *Process, err error) {
-	outR, outW, err := pipe()
+	outR, outW, err := outputPipe()
 	if err != nil {
 		l.Discard()
 		return nil, err
 	}
-	errR, errW, err := pipe()
+	errR, errW, err := outputPipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
 		l.Discard()
 		return nil, err
 	}
-	cmd := exec.Command(l.Path, l.Args[1:]...)
-	cmd.Args[0] = l.Args[0]
-	cmd.Dir, cmd.Env = l.Dir, l.Env
-	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = outW, errW, l.Files
+	stdin := s.devNull
 	if l.stdin != nil {
-		cmd.Stdin = l.stdin
+		stdin = l.stdin
 	}
+	// os.StartProcess, not os/exec: exec.Cmd rebuilds and deduplicates the
+	// environment on every start (the engine's is built once, without
+	// duplicates) and copies the files into a table of its own.
+	pa := &os.ProcAttr{Dir: l.Dir, Env: l.Env, Files: append([]*os.File{stdin, outW, errW}, l.Files...)}
 	attr := &syscall.SysProcAttr{}
 	if l.SysProcAttr != nil {
 		*attr = *l.SysProcAttr
@@ -235,20 +246,20 @@ func (s *Spawner) Start(l *Launch) (_ *Process, err error) {
 	// Setsid: own session and process group (the group id is the pid), and
 	// no controlling terminal, so /dev/tty prompts fail instead of hanging.
 	attr.Setsid = true
-	cmd.SysProcAttr = attr
+	pa.Sys = attr
 	var cg *commandCgroup
-	err = s.onThread(func() error {
-		if s.limits == nil {
-			return cmd.Start()
+	var proc *os.Process
+	err = s.onThread(func() (err error) {
+		if s.limits != nil {
+			if cg, err = s.limits.take(); err != nil {
+				s.log.Warn("command runs without a process limit", zap.Error(err))
+				cg = nil
+			} else {
+				cg.apply(attr)
+			}
 		}
-		var err error
-		if cg, err = s.limits.take(); err != nil {
-			s.log.Warn("command runs without a process limit", zap.Error(err))
-			cg = nil
-		} else {
-			cg.apply(attr)
-		}
-		return cmd.Start()
+		proc, err = os.StartProcess(l.Path, l.Args, pa)
+		return err
 	}, func() {
 		if s.limits != nil {
 			s.limits.prepare()
@@ -277,7 +288,7 @@ func (s *Spawner) Start(l *Launch) (_ *Process, err error) {
 		}
 		return nil, startError(l, err)
 	}
-	p := newProcess(cmd, outR, errR, l.feeds, l.Keep, s.log, s.waitExit)
+	p := newProcess(proc, outR, errR, l.feeds, l.Keep, s.log, s.waitExit)
 	p.cg = cg
 	for _, f := range p.feeds {
 		go func() {
@@ -289,7 +300,11 @@ func (s *Spawner) Start(l *Launch) (_ *Process, err error) {
 }
 
 // onThread runs start on the spawn thread and returns its error; then,
-// once the caller has its answer, the thread runs after.
+// once the caller has its answer, the thread runs after. In between the
+// thread yields: the caller, made runnable by the answer, waits on the
+// thread's own P, and would otherwise wait there until after (the next
+// command's cgroup) is done or another thread steals it (~60-90 µs per
+// call here); after then runs while the command does.
 func (s *Spawner) onThread(start func() error, after func()) error {
 	s.mu.RLock()
 	if s.closed {
@@ -299,6 +314,7 @@ func (s *Spawner) onThread(start func() error, after func()) error {
 	done := make(chan error, 1)
 	s.reqs <- func() {
 		done <- start()
+		runtime.Gosched()
 		after()
 	}
 	s.mu.RUnlock()

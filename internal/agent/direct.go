@@ -40,9 +40,11 @@ func (s *Session) RunDirect(ctx context.Context, command string) (event.StopReas
 		return event.EndTurn, err // unreachable: two strings always encode
 	}
 	call := event.ToolCall{ID: directID(), Name: DirectTool, Args: args, Direct: true}
-	s.record(event.UserPrompt{Text: "!" + command})
-	s.tellInfos()
-	s.record(call)
+	// The prompt, the queued infos and the call go to the sink as one batch,
+	// as do the result and the turn's end: the journal writes each batch
+	// with one write (before the card that shows it).
+	opening := append([]event.Event{event.UserPrompt{Text: "!" + command}}, s.takeInfos()...)
+	s.recordAll(append(opening, call)...)
 	res, stop := errorResult("the bash tool is not available in this session"), event.EndTurn
 	if tool, ok := s.box.Lookup(DirectTool); ok {
 		res = s.runTool(ctx, tool, call, "")
@@ -50,8 +52,7 @@ func (s *Session) RunDirect(ctx context.Context, command string) (event.StopReas
 			res, stop = cancelledResult(res), event.Cancelled
 		}
 	}
-	s.record(event.ToolResult{ID: call.ID, Name: call.Name, Args: call.Args, Result: res})
-	s.record(event.TurnEnd{StopReason: stop})
+	s.recordAll(event.ToolResult{ID: call.ID, Name: call.Name, Args: call.Args, Result: res}, event.TurnEnd{StopReason: stop})
 	s.log.Info("direct command ended", zap.String("call", call.ID),
 		zap.Bool("isError", res.IsError), zap.Duration("elapsed", time.Since(start)))
 	return stop, nil

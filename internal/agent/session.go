@@ -184,13 +184,22 @@ func (s *Session) QueueInfo(text string) {
 // tellInfos records the queued messages for the user. The turn token must
 // be held.
 func (s *Session) tellInfos() {
+	for _, ev := range s.takeInfos() {
+		s.record(ev)
+	}
+}
+
+// takeInfos takes the messages queued with QueueInfo, as Info events.
+func (s *Session) takeInfos() []event.Event {
 	s.noticeMu.Lock()
 	infos := s.infos
 	s.infos = nil
 	s.noticeMu.Unlock()
+	evs := make([]event.Event, 0, len(infos))
 	for _, text := range infos {
-		s.record(event.Info{Text: text})
+		evs = append(evs, event.Info{Text: text})
 	}
+	return evs
 }
 
 // SetSandbox sets the sandbox level the session's commands run at (empty:
@@ -237,6 +246,15 @@ func (s *Session) release() { <-s.turn }
 func (s *Session) record(ev event.Event) {
 	s.sink.Emit(ev)
 	s.hist.apply(ev)
+}
+
+// recordAll records events that follow each other with nothing in between
+// as one batch (event.EmitAll: the journal writes them with one write).
+func (s *Session) recordAll(evs ...event.Event) {
+	event.EmitAll(s.sink, evs...)
+	for _, ev := range evs {
+		s.hist.apply(ev)
+	}
 }
 
 // Restore replaces the history with the one the recorded events describe

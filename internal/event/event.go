@@ -32,6 +32,26 @@ type SinkFunc func(Event)
 // Emit calls f(e).
 func (f SinkFunc) Emit(e Event) { f(e) }
 
+// BatchSink is a Sink that can also take events that follow each other
+// with nothing in between as one batch, e.g. to journal them with one
+// write. EmitBatch(evs) must have the effect of Emit for each, in order.
+type BatchSink interface {
+	Sink
+	EmitBatch(evs []Event)
+}
+
+// EmitAll gives evs to s: as one batch when s is a BatchSink, else one by
+// one.
+func EmitAll(s Sink, evs ...Event) {
+	if b, ok := s.(BatchSink); ok {
+		b.EmitBatch(evs)
+		return
+	}
+	for _, ev := range evs {
+		s.Emit(ev)
+	}
+}
+
 // UserPrompt is the user's prompt, rendered to the text the model reads.
 type UserPrompt struct {
 	Text string `json:"text"`
