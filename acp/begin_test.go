@@ -8,11 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/dsh-acp/dsh-acp/executor/local"
 	"github.com/dsh-acp/dsh-acp/internal/agent"
 	"github.com/dsh-acp/dsh-acp/internal/llm"
-	"github.com/dsh-acp/dsh-acp/replay"
-	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 // listingModel is a model client that counts the model lists asked of it.
@@ -32,19 +29,10 @@ func (m *listingModel) ListModels(context.Context) ([]llm.Model, error) {
 // starts when the client's first message other than initialize arrives,
 // once, before that message is handled.
 func TestStartedWaitsForTheFirstRequest(t *testing.T) {
-	state := t.TempDir()
-	store, err := replay.OpenStore(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex, err := local.New(local.Config{StateDir: state})
-	if err != nil {
-		t.Fatal(err)
-	}
 	model := &listingModel{}
 	var started atomic.Int32
-	cfg := Config{Executor: ex, Tools: tools.NewBash(ex, tools.Config{}), Store: store,
-		Model: model, Agent: agent.Config{Model: "m"}, Started: func() { started.Add(1) }}
+	cfg := localConfig(t)
+	cfg.Model, cfg.Agent, cfg.Started = model, agent.Config{Model: "m"}, func() { started.Add(1) }
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	served := make(chan error, 1)

@@ -8,10 +8,6 @@ import (
 	"io"
 	"testing"
 	"time"
-
-	"github.com/dsh-acp/dsh-acp/executor/local"
-	"github.com/dsh-acp/dsh-acp/replay"
-	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 // blockedReader never yields: the SDK behind it sees no line at all.
@@ -77,17 +73,8 @@ func initializeReply(t *testing.T, cfg Config, line string, by answerer) string 
 // (an id or a version string that needs escaping, params the SDK rejects)
 // is still answered, by the SDK.
 func TestInitializeAnsweredAsTheSDKWould(t *testing.T) {
-	state := t.TempDir()
-	store, err := replay.OpenStore(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex, err := local.New(local.Config{StateDir: state})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ex.Shutdown(context.Background()) })
-	base := Config{Executor: ex, Tools: tools.NewBash(ex, tools.Config{}), Store: store, Version: "0.1.0-dev"}
+	base := localConfig(t)
+	base.Version = "0.1.0-dev"
 	configs := map[string]Config{"no login": base}
 	login := base
 	login.Auth = &AuthConfig{}

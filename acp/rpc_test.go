@@ -19,10 +19,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
-
-	"github.com/dsh-acp/dsh-acp/executor/local"
-	"github.com/dsh-acp/dsh-acp/replay"
-	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 func TestPendingCallsMatchIDsAsJSONValues(t *testing.T) {
@@ -238,16 +234,7 @@ func (c *pipeClient) reply(id string) map[string]json.RawMessage {
 // request alone: the daemon keeps serving, and the same session loads on
 // the next try.
 func TestReplayPanicAnswersInternalError(t *testing.T) {
-	state := t.TempDir()
-	store, err := replay.OpenStore(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex, err := local.New(local.Config{StateDir: state})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{Executor: ex, Tools: tools.NewBash(ex, tools.Config{}), Store: store}
+	cfg := localConfig(t)
 	var armed, fired atomic.Bool
 	h := hooks{beforeDraw: func() {
 		if armed.Load() && fired.CompareAndSwap(false, true) {
@@ -330,18 +317,10 @@ func (f *failingReader) Read(p []byte) (int, error) {
 // shuts down as on EOF instead of serving nobody (and the guard, left
 // forwarding to a reader nobody drains, does not hold it up).
 func TestServeEndsWhenTheSDKConnectionEnds(t *testing.T) {
-	state := t.TempDir()
-	store, err := replay.OpenStore(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex, err := local.New(local.Config{StateDir: state})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Lines the SDK took but never dispatched are never answered: shutdown
 	// waits for them ShutdownGrace at most.
-	cfg := Config{Executor: ex, Tools: tools.NewBash(ex, tools.Config{}), Store: store, ShutdownGrace: time.Second}
+	cfg := localConfig(t)
+	cfg.ShutdownGrace = time.Second
 	h := hooks{sdkInput: func(r io.Reader) io.Reader { return &failingReader{r: r} }}
 	inR, inW := io.Pipe()
 	defer inW.Close()
