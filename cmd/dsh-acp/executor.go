@@ -22,20 +22,22 @@ import (
 // the initialize reply; only bash is looked up now, so a daemon that could
 // run no command still fails at start.
 func newExecutor(cfg config, secrets []string, log *zap.Logger) (executor.Executor, error) {
+	// The same limits and redaction for every executor.
+	limits := local.Config{
+		DefaultTimeout: cfg.Timeout,
+		MaxTimeout:     cfg.MaxTimeout,
+		Grace:          cfg.KillGrace,
+		StateDir:       cfg.StateDir,
+		AllowEnv:       cfg.AllowEnv,
+		SecretValues:   secrets,
+		Logger:         log,
+	}
 	if cfg.SSHTarget == nil {
 		if _, err := exec.LookPath("bash"); err != nil {
 			return nil, fmt.Errorf("find bash: %w", err)
 		}
 		return newLazyExecutor(func() (localExecutor, error) {
-			return sandbox.New(sandbox.Config{Config: local.Config{
-				DefaultTimeout: cfg.Timeout,
-				MaxTimeout:     cfg.MaxTimeout,
-				Grace:          cfg.KillGrace,
-				StateDir:       cfg.StateDir,
-				AllowEnv:       cfg.AllowEnv,
-				SecretValues:   secrets,
-				Logger:         log,
-			}, Level: cfg.Sandbox})
+			return sandbox.New(sandbox.Config{Config: limits, Level: cfg.Sandbox})
 		}, log), nil
 	}
 	log.Info("commands run over ssh", zap.String("target", cfg.SSHTarget.String()))
@@ -44,17 +46,8 @@ func newExecutor(cfg config, secrets []string, log *zap.Logger) (executor.Execut
 		Identity:    cfg.SSHIdentity,
 		AgentSocket: os.Getenv("SSH_AUTH_SOCK"),
 		KnownHosts:  cfg.SSHKnownHosts,
-		// The same limits and redaction as the local executor's (ssh.New
-		// drops the local base environment: the host's is its own).
-		Engine: local.Config{
-			DefaultTimeout: cfg.Timeout,
-			MaxTimeout:     cfg.MaxTimeout,
-			Grace:          cfg.KillGrace,
-			StateDir:       cfg.StateDir,
-			AllowEnv:       cfg.AllowEnv,
-			SecretValues:   secrets,
-			Logger:         log,
-		}.Engine(),
+		// ssh.New drops the local base environment: the host's is its own.
+		Engine:       limits.Engine(),
 		AllowEnv:     cfg.AllowEnv,
 		SecretValues: secrets,
 	})
