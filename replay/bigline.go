@@ -134,10 +134,18 @@ func (l *bigLine) size() int {
 
 // bytes is the whole line in one buffer.
 func (l *bigLine) bytes() []byte {
-	var b bytes.Buffer
-	b.Grow(l.size())
-	_, _, _ = l.writeTo(&b, nil) // a bytes.Buffer's Write does not fail
-	return b.Bytes()
+	b := make([]byte, 0, l.size())
+	b = append(append(b, l.head...), '"')
+	var t textPieces
+	t.reset(l.text)
+	for {
+		p, ok := t.next()
+		if !ok {
+			break
+		}
+		b = appendQuoted(b, p)
+	}
+	return append(append(b, '"'), l.tail...)
 }
 
 // writeTo writes the line to w in pieces of at most about bigPiece
