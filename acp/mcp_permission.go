@@ -104,27 +104,17 @@ func toolOptions(need tools.Need, rule mcp.Rule) []sdk.PermissionOption {
 // always-allow in the session (journaled) and, for the project, in its
 // allowance file.
 func (a *approver) applyTool(outcome string, rule mcp.Rule) agent.Approval {
-	switch outcome {
-	case optAllowOnce:
-		return agent.Approval{Verdict: agent.Allow}
-	case optAllowSession, optAllowProject:
+	remember := func(project bool) {
 		if err := a.ss.journal.AppendState(stateToolAllow, a.ss.perms.rememberTool(rule)); err != nil {
 			a.ss.log.Error("journal mcp allow", zap.String("session", a.ss.id), zap.Error(err))
 		}
-		if outcome == optAllowProject {
+		if project {
 			if err := mcp.SaveProjectRule(a.ss.cwd, rule, a.trust); err != nil {
 				a.ss.log.Warn("save mcp allowance", zap.String("session", a.ss.id), zap.Error(err))
 			}
 		}
-		return agent.Approval{Verdict: agent.Allow}
-	case "cancelled":
-		return agent.Approval{Verdict: agent.CancelTurn}
-	case "error":
-		return agent.Approval{Verdict: agent.Deny, Reason: "Not run: the permission request to the user failed.",
-			UserReason: "not run: the permission question failed"}
 	}
-	return agent.Approval{Verdict: agent.Deny, Reason: "The user declined this tool call. Do not retry it; ask the user how to proceed.",
-		UserReason: DeclinedByUser}
+	return answered(outcome, remember, "The user declined this tool call. Do not retry it; ask the user how to proceed.")
 }
 
 // toolRules are the MCP allowances chosen in this session.

@@ -271,21 +271,34 @@ func outcomeOf(resp sdk.RequestPermissionResponse, err error, ctx context.Contex
 
 // apply turns the user's answer into an approval, remembering always-allow.
 func (a *approver) apply(outcome string, prefixes []string) agent.Approval {
+	var remember func(project bool)
+	if len(prefixes) > 0 {
+		remember = func(project bool) {
+			allow := a.ss.perms.remember(prefixes[0])
+			if err := a.ss.journal.AppendState(stateAllow, allow); err != nil {
+				a.ss.log.Error("journal allow", zap.String("session", a.ss.id), zap.Error(err))
+			}
+			if project {
+				if err := a.trust.SaveProjectAllow(a.ss.cwd, prefixes[0]); err != nil {
+					a.ss.log.Warn("save project rule", zap.String("session", a.ss.id), zap.Error(err))
+				}
+			}
+		}
+	}
+	return answered(outcome, remember, "The user declined to run this command. Do not retry it; ask the user how to proceed.")
+}
+
+// answered turns the user's answer to a permission question into an
+// approval: an always-allow (for the session, or for the project too) runs
+// remember, if any, before allowing; declined is what the model reads when
+// the user rejected the call.
+func answered(outcome string, remember func(project bool), declined string) agent.Approval {
 	switch outcome {
 	case optAllowOnce:
 		return agent.Approval{Verdict: agent.Allow}
 	case optAllowSession, optAllowProject:
-		if len(prefixes) == 0 {
-			return agent.Approval{Verdict: agent.Allow}
-		}
-		allow := a.ss.perms.remember(prefixes[0])
-		if err := a.ss.journal.AppendState(stateAllow, allow); err != nil {
-			a.ss.log.Error("journal allow", zap.String("session", a.ss.id), zap.Error(err))
-		}
-		if outcome == optAllowProject {
-			if err := a.trust.SaveProjectAllow(a.ss.cwd, prefixes[0]); err != nil {
-				a.ss.log.Warn("save project rule", zap.String("session", a.ss.id), zap.Error(err))
-			}
+		if remember != nil {
+			remember(outcome == optAllowProject)
 		}
 		return agent.Approval{Verdict: agent.Allow}
 	case "cancelled":
@@ -294,8 +307,7 @@ func (a *approver) apply(outcome string, prefixes []string) agent.Approval {
 		return agent.Approval{Verdict: agent.Deny, Reason: "Not run: the permission request to the user failed.",
 			UserReason: "not run: the permission question failed"}
 	}
-	return agent.Approval{Verdict: agent.Deny, Reason: "The user declined to run this command. Do not retry it; ask the user how to proceed.",
-		UserReason: DeclinedByUser}
+	return agent.Approval{Verdict: agent.Deny, Reason: declined, UserReason: DeclinedByUser}
 }
 
 // permissionOptions are Allow once, Always allow (for the session and, to
