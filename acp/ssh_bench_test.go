@@ -2,7 +2,6 @@ package acp_test
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
@@ -63,35 +62,14 @@ func BenchmarkSSHDirectTrue(b *testing.B) {
 	}
 	b.ResetTimer()
 	n := max(b.N, 200)
-	var bs, os []time.Duration
-	var rs []float64
-	for i := range n {
-		first, second := bare, ours
-		if i%2 == 1 {
-			first, second = ours, bare
-		}
-		d1, err := first()
-		if err != nil {
-			b.Fatal(err)
-		}
-		d2, err := second()
-		if err != nil {
-			b.Fatal(err)
-		}
-		db, do := d1, d2
-		if i%2 == 1 {
-			db, do = d2, d1
-		}
-		bs, os = append(bs, db), append(os, do)
-		rs = append(rs, float64(do)/float64(db))
+	mo, mb, ratio, err := acptest.PairedMedians(n, ours, bare)
+	if err != nil {
+		b.Fatal(err)
 	}
 	b.StopTimer()
-	slices.Sort(bs)
-	slices.Sort(os)
-	slices.Sort(rs)
-	b.ReportMetric(float64(bs[n/2].Microseconds()), "bare-µs")
-	b.ReportMetric(float64(os[n/2].Microseconds()), "direct-µs")
-	b.ReportMetric(rs[n/2], "ratio")
+	b.ReportMetric(float64(mb.Microseconds()), "bare-µs")
+	b.ReportMetric(float64(mo.Microseconds()), "direct-µs")
+	b.ReportMetric(ratio, "ratio")
 	b.Logf("`!true` over ssh through the daemon (%d pairs): median %v, bare session exec median %v, median ratio %.2f (target ≤ 1.30)",
-		n, os[n/2], bs[n/2], rs[n/2])
+		n, mo, mb, ratio)
 }

@@ -3,13 +3,13 @@ package ssh
 import (
 	"context"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/acptest"
 	"github.com/dsh-acp/dsh-acp/internal/sshdtest"
 )
 
@@ -70,41 +70,14 @@ func BenchmarkForegroundTrue(b *testing.B) {
 	}
 	b.ResetTimer()
 	n := max(b.N, minPairs)
-	var bs, os, ratios []time.Duration
-	var rs []float64
-	for i := range n {
-		first, second := bare, ours
-		if i%2 == 1 {
-			first, second = ours, bare
-		}
-		d1, err := first()
-		if err != nil {
-			b.Fatal(err)
-		}
-		d2, err := second()
-		if err != nil {
-			b.Fatal(err)
-		}
-		db, do := d1, d2
-		if i%2 == 1 {
-			db, do = d2, d1
-		}
-		bs, os = append(bs, db), append(os, do)
-		rs = append(rs, float64(do)/float64(db))
+	mo, mb, ratio, err := acptest.PairedMedians(n, ours, bare)
+	if err != nil {
+		b.Fatal(err)
 	}
 	b.StopTimer()
-	_ = ratios
-	slices.Sort(rs)
-	mb, mo, ratio := median(bs), median(os), rs[len(rs)/2]
 	b.ReportMetric(float64(mb.Microseconds()), "bare-µs")
 	b.ReportMetric(float64(mo.Microseconds()), "run-µs")
 	b.ReportMetric(ratio, "ratio")
 	b.Logf("`true` over ssh (%d pairs): Run median %v, bare session exec median %v, median ratio %.2f (target ≤ %.2f)",
 		n, mo, mb, ratio, overheadTarget)
-}
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
 }

@@ -376,3 +376,22 @@ func TestModuleRootAndBuildPackage(t *testing.T) {
 		t.Errorf("run built binary: %v", err)
 	}
 }
+
+// PairedMedians alternates which of the pair runs first and reports each
+// one's median and the median ratio.
+func TestPairedMedians(t *testing.T) {
+	var order []string
+	subject := func() (time.Duration, error) { order = append(order, "s"); return 3 * time.Millisecond, nil }
+	baseline := func() (time.Duration, error) { order = append(order, "b"); return time.Millisecond, nil }
+	s, b, ratio, err := PairedMedians(4, subject, baseline)
+	if err != nil || s != 3*time.Millisecond || b != time.Millisecond || ratio != 3 {
+		t.Errorf("got %v %v %v %v, want 3ms 1ms 3", s, b, ratio, err)
+	}
+	if got := strings.Join(order, ""); got != "bssbbssb" {
+		t.Errorf("run order %s, want bssbbssb", got)
+	}
+	fail := errors.New("boom")
+	if _, _, _, err := PairedMedians(4, subject, func() (time.Duration, error) { return 0, fail }); !errors.Is(err, fail) {
+		t.Errorf("error %v, want %v", err, fail)
+	}
+}
