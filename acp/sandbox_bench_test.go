@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
 )
@@ -68,20 +66,14 @@ func BenchmarkBangTrue(b *testing.B) {
 	}
 	bare := func() error { return exec.Command("bash", "-c", "true").Run() }
 	sides := []func() error{direct, bang("workspace"), bang("off"), bare}
-	times := make([][]time.Duration, len(sides))
 	b.ResetTimer()
-	for i := range max(b.N, minBangCalls) {
-		for k := range sides {
-			j := (k + i) % len(sides)
-			start := time.Now()
-			if err := sides[j](); err != nil {
-				b.Fatal(err)
-			}
-			times[j] = append(times[j], time.Since(start))
-		}
+	n := max(b.N, minBangCalls)
+	m, err := acptest.RotatedMedians(n, sides...)
+	if err != nil {
+		b.Fatal(err)
 	}
 	b.StopTimer()
-	md, ms, mu, mb := benchMedian(times[0]), benchMedian(times[1]), benchMedian(times[2]), benchMedian(times[3])
+	md, ms, mu, mb := m[0], m[1], m[2], m[3]
 	// What the sandbox adds to a call, against what bwrap adds to bash.
 	cost := float64(ms-mu) / float64(md-mb)
 	b.ReportMetric(float64(md.Microseconds()), "bwrap-µs")
@@ -92,11 +84,5 @@ func BenchmarkBangTrue(b *testing.B) {
 	b.ReportMetric(float64(ms)/float64(mu), "sandboxed/unsandboxed")
 	b.ReportMetric(cost, "added/bwrap-added")
 	b.Logf("`!true` through the daemon (%d calls each): sandboxed %v, unsandboxed %v (%.2f×); directly: `bwrap … bash -c true` %v (sandboxed/direct %.2f×), `bash -c true` %v; the sandbox adds %v to a call, bwrap %v to bash (%.2f×)",
-		len(times[1]), ms, mu, float64(ms)/float64(mu), md, float64(ms)/float64(md), mb, ms-mu, md-mb, cost)
-}
-
-func benchMedian(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
+		n, ms, mu, float64(ms)/float64(mu), md, float64(ms)/float64(md), mb, ms-mu, md-mb, cost)
 }

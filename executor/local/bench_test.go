@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/acptest"
 )
 
 // Targets from the acceptance criteria.
@@ -58,27 +59,21 @@ func BenchmarkForegroundTrue(b *testing.B) {
 		}
 	}
 	sides := []func() error{func() error { return exec.Command(bash, "-c", spec.Command).Run() }, run(e), run(unlimited)}
-	times := make([][]time.Duration, len(sides))
 	b.ResetTimer()
-	for i := range max(b.N, minOverheadCalls) {
-		for k := range sides {
-			j := (k + i) % len(sides)
-			start := time.Now()
-			if err := sides[j](); err != nil {
-				b.Fatal(err)
-			}
-			times[j] = append(times[j], time.Since(start))
-		}
+	n := max(b.N, minOverheadCalls)
+	m, err := acptest.RotatedMedians(n, sides...)
+	if err != nil {
+		b.Fatal(err)
 	}
 	b.StopTimer()
-	mb, mo, mu := median(times[0]), median(times[1]), median(times[2])
+	mb, mo, mu := m[0], m[1], m[2]
 	ratio := float64(mo) / float64(mb)
 	b.ReportMetric(float64(mb.Microseconds()), "bare-µs")
 	b.ReportMetric(float64(mo.Microseconds()), "run-µs")
 	b.ReportMetric(float64(mu.Microseconds()), "run-unlimited-µs")
 	b.ReportMetric(ratio, "ratio")
 	b.Logf("overhead of a foreground `true` (%d calls each): Run median %v, without process limits %v, bare exec median %v, ratio %.2f (target ≤ %.2f)",
-		len(times[1]), mo, mu, mb, ratio, overheadTarget)
+		n, mo, mu, mb, ratio, overheadTarget)
 }
 
 func median(d []time.Duration) time.Duration {

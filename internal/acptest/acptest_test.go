@@ -395,3 +395,23 @@ func TestPairedMedians(t *testing.T) {
 		t.Errorf("error %v, want %v", err, fail)
 	}
 }
+
+// RotatedMedians rotates which side runs first each round and reports each
+// side's median in the order given.
+func TestRotatedMedians(t *testing.T) {
+	var order []string
+	side := func(name string) func() error {
+		return func() error { order = append(order, name); return nil }
+	}
+	m, err := RotatedMedians(3, side("a"), side("b"), side("c"))
+	if err != nil || len(m) != 3 {
+		t.Fatalf("got %v %v, want three medians", m, err)
+	}
+	if got := strings.Join(order, ""); got != "abcbcacab" {
+		t.Errorf("run order %s, want abcbcacab", got)
+	}
+	fail := errors.New("boom")
+	if _, err := RotatedMedians(2, side("a"), func() error { return fail }); !errors.Is(err, fail) {
+		t.Errorf("error %v, want %v", err, fail)
+	}
+}

@@ -32,3 +32,26 @@ func PairedMedians(n int, subject, baseline func() (time.Duration, error)) (subj
 	slices.Sort(rs)
 	return ss[n/2], bs[n/2], rs[n/2], nil
 }
+
+// RotatedMedians runs each of sides n times, in rounds whose order
+// rotates by one each round, and returns the median duration of each side
+// in the order given. The first error ends it.
+func RotatedMedians(n int, sides ...func() error) ([]time.Duration, error) {
+	times := make([][]time.Duration, len(sides))
+	for i := range n {
+		for k := range sides {
+			j := (k + i) % len(sides)
+			start := time.Now()
+			if err := sides[j](); err != nil {
+				return nil, err
+			}
+			times[j] = append(times[j], time.Since(start))
+		}
+	}
+	medians := make([]time.Duration, len(sides))
+	for j, t := range times {
+		slices.Sort(t)
+		medians[j] = t[len(t)/2]
+	}
+	return medians, nil
+}
