@@ -2,9 +2,6 @@ package ssh
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -43,28 +40,4 @@ func newTestExecutor(t *testing.T, cfg Config) *Executor {
 		}
 	})
 	return e
-}
-
-// processes lists the live (not zombie) processes whose command line holds
-// marker: the host is this machine.
-func processes(marker string) []string {
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	var out []string
-	for _, dir := range dirs {
-		cmdline, err := os.ReadFile(dir + "/cmdline")
-		if err != nil || !strings.Contains(string(cmdline), marker) {
-			continue
-		}
-		stat, err := os.ReadFile(dir + "/stat")
-		if err != nil {
-			continue
-		}
-		if i := strings.LastIndexByte(string(stat), ')'); i >= 0 {
-			if f := strings.Fields(string(stat[i+1:])); len(f) > 0 && (f[0] == "Z" || f[0] == "X") {
-				continue
-			}
-		}
-		out = append(out, filepath.Base(dir)+": "+strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " "))
-	}
-	return out
 }

@@ -54,7 +54,7 @@ func requireGone(t *testing.T, what, m string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		left := processes(m)
+		left := executortest.Processes(m) // the host is this machine
 		if len(left) == 0 {
 			return
 		}
