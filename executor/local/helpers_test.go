@@ -1,11 +1,11 @@
 package local
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/executortest"
 	evt "github.com/dsh-acp/dsh-acp/internal/eventually"
 )
 
@@ -26,34 +26,20 @@ func newTestExecutor(t *testing.T, cfg Config) *Executor {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := e.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
+	executortest.ShutDownAtEnd(t, e, 10*time.Second)
 	return e
 }
 
 // resolve builds a Spec for command in a fresh temporary workdir.
 func resolve(t *testing.T, e *Executor, command string) executor.Spec {
 	t.Helper()
-	spec, err := e.Resolve(executor.Request{Command: command, SessionCwd: t.TempDir()})
-	if err != nil {
-		t.Fatalf("Resolve: %v", err)
-	}
-	return spec
+	return executortest.MustResolve(t, e, command)
 }
 
 // run runs command in the foreground and fails the test on an error.
 func run(t *testing.T, e *Executor, spec executor.Spec) executor.Result {
 	t.Helper()
-	res, err := e.Run(context.Background(), spec, nil)
-	if err != nil {
-		t.Fatalf("Run(%.60q): %v", spec.Command, err)
-	}
-	return res
+	return executortest.MustRun(t, e, spec)
 }
 
 // eventually waits until cond (which must not block) holds, or fails after d.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/executortest"
 	"github.com/dsh-acp/dsh-acp/executor/local"
 )
 
@@ -59,13 +60,7 @@ func newTestExecutor(t testing.TB, cfg Config) *Executor {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := e.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
+	executortest.ShutDownAtEnd(t, e, 20*time.Second)
 	return e
 }
 

@@ -1,11 +1,11 @@
 package ssh
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/executor/engine"
+	"github.com/dsh-acp/dsh-acp/executor/executortest"
 	"github.com/dsh-acp/dsh-acp/internal/sshdtest"
 )
 
@@ -32,12 +32,6 @@ func newTestExecutor(t *testing.T, cfg Config) *Executor {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := e.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
+	executortest.ShutDownAtEnd(t, e, 20*time.Second)
 	return e
 }
