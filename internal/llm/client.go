@@ -32,6 +32,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -90,6 +91,9 @@ type Config struct {
 	// ModelsTimeout bounds a ListModels request. 0 means
 	// DefaultModelsTimeout.
 	ModelsTimeout time.Duration
+	// Thinking is the thinking setting of requests that name none
+	// (Request.Thinking); ThinkingDefault sends no thinking parameter.
+	Thinking Thinking
 	// Logger receives retry and failure logs (never the key or content).
 	Logger *zap.Logger
 }
@@ -113,6 +117,11 @@ type Client struct {
 
 	// noStreamOptions is set once the provider refused stream_options.
 	noStreamOptions atomic.Bool
+	// thinking is the default thinking setting (Config.Thinking).
+	thinking Thinking
+	// thinkingRefused holds the models (string → true) for which the
+	// provider refused the thinking parameters.
+	thinkingRefused sync.Map
 
 	modelsTimeout time.Duration
 	modelsLock    chan struct{} // a one-slot semaphore guarding models
@@ -134,6 +143,7 @@ func New(cfg Config) *Client {
 		secret:        scrubber(cfg.APIKey),
 		modelsTimeout: cfg.ModelsTimeout,
 		modelsLock:    make(chan struct{}, 1),
+		thinking:      cfg.Thinking,
 	}
 	if c.modelsTimeout <= 0 {
 		c.modelsTimeout = DefaultModelsTimeout
@@ -234,7 +244,11 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 	if c.err != nil {
 		return Response{}, c.err
 	}
-	oreq := c.chatRequest(req)
+	body := c.chatBody(req)
+	raw, err := body.encode()
+	if err != nil {
+		return Response{}, c.secret.error(&Error{Kind: ErrRequest, Detail: err.Error(), URL: c.chatURL, final: true})
+	}
 	emitted := false
 	on := func(d Delta) {
 		emitted = true
@@ -242,10 +256,12 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 			onDelta(d)
 		}
 	}
+	var refused *Error // the provider's refusal of the thinking parameters
 	attempts := c.maxRetries + 1
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
-		resp, err := c.streamOnce(ctx, oreq, on)
+		resp, err := c.streamOnce(ctx, body.model, raw, on)
+		resp.ThinkingRefused = refused
 		if err == nil {
 			return resp, nil
 		}
@@ -253,9 +269,19 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 			return resp, ctx.Err()
 		}
 		e := c.classify(err, c.chatURL)
-		if !emitted && c.refusedStreamOptions(&oreq, e) {
-			attempt-- // the provider's quirk, not a failure: ask again without
-			continue
+		if !emitted {
+			// The provider's quirks, not failures: ask again without.
+			if c.refusedStreamOptions(&body, e) {
+				raw, _ = body.encode()
+				attempt--
+				continue
+			}
+			if r := c.refusedThinking(&body, e); r != nil {
+				refused = r
+				raw, _ = body.encode()
+				attempt--
+				continue
+			}
 		}
 		e.Attempts = attempt
 		if emitted || attempt >= attempts || !e.Retryable() {
@@ -296,10 +322,10 @@ func (c *Client) idleNote(emitted bool) string {
 }
 
 // refusedStreamOptions reports whether e is the provider refusing the
-// stream_options field; if so it drops the field from oreq and from every
+// stream_options field; if so it drops the field from body and from every
 // later request of the client.
-func (c *Client) refusedStreamOptions(oreq *openai.ChatCompletionRequest, e *Error) bool {
-	if oreq.StreamOptions == nil || e.Status != http.StatusBadRequest || e.Kind != ErrRequest {
+func (c *Client) refusedStreamOptions(body *chatBody, e *Error) bool {
+	if !body.usage || e.Status != http.StatusBadRequest || e.Kind != ErrRequest {
 		return false
 	}
 	detail := strings.ToLower(e.Detail)
@@ -307,14 +333,16 @@ func (c *Client) refusedStreamOptions(oreq *openai.ChatCompletionRequest, e *Err
 		return false
 	}
 	c.noStreamOptions.Store(true)
-	oreq.StreamOptions = nil
+	body.usage = false
 	c.log.Info("the model provider refused stream_options; usage will be unknown")
 	return true
 }
 
 // streamOnce sends one request and reads its stream to the end.
-func (c *Client) streamOnce(ctx context.Context, oreq openai.ChatCompletionRequest, on func(Delta)) (Response, error) {
-	stream, err := c.api.CreateChatCompletionStream(ctx, oreq)
+// The body sent is raw: go-openai encodes only a stub naming the model, which
+// statusDoer replaces (see swapBody).
+func (c *Client) streamOnce(ctx context.Context, model string, raw []byte, on func(Delta)) (Response, error) {
+	stream, err := c.api.CreateChatCompletionStream(withChatBody(ctx, raw), openai.ChatCompletionRequest{Model: model})
 	if err != nil {
 		return Response{}, err
 	}
@@ -395,51 +423,28 @@ func streamErrorEvent(apiErr *openai.APIError) *Error {
 	return &Error{Kind: ErrContextTooLong, Detail: msg, ContextWindow: window, RequestedTokens: requested, final: true}
 }
 
-func (c *Client) chatRequest(req Request) openai.ChatCompletionRequest {
-	model := c.model
+// chatBody is what req asks for, with the client's settings: its model,
+// max_tokens, usage unless the provider refused stream_options, and the
+// thinking setting unless the provider refused it for that model.
+func (c *Client) chatBody(req Request) chatBody {
+	body := chatBody{
+		model:     c.model,
+		maxTokens: c.maxTokens,
+		usage:     !c.noStreamOptions.Load(),
+		thinking:  c.thinking,
+		messages:  req.Messages,
+		tools:     req.Tools,
+	}
 	if req.Model != "" {
-		model = req.Model
+		body.model = req.Model
 	}
-	out := openai.ChatCompletionRequest{
-		Model:     model,
-		Stream:    true,
-		MaxTokens: c.maxTokens,
-		Messages:  make([]openai.ChatCompletionMessage, 0, len(req.Messages)),
+	if req.Thinking != ThinkingDefault {
+		body.thinking = req.Thinking
 	}
-	if !c.noStreamOptions.Load() {
-		out.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
+	if c.ThinkingRefused(body.model) {
+		body.thinking = ThinkingDefault
 	}
-	for _, m := range req.Messages {
-		om := openai.ChatCompletionMessage{
-			Role:             string(m.Role),
-			Content:          m.Content,
-			ReasoningContent: m.Reasoning,
-			ToolCallID:       m.ToolCallID,
-		}
-		for _, tc := range m.ToolCalls {
-			om.ToolCalls = append(om.ToolCalls, openai.ToolCall{
-				ID:       tc.ID,
-				Type:     openai.ToolTypeFunction,
-				Function: openai.FunctionCall{Name: tc.Name, Arguments: tc.Args},
-			})
-		}
-		out.Messages = append(out.Messages, om)
-	}
-	for _, t := range req.Tools {
-		params := t.Parameters
-		if len(params) == 0 {
-			params = json.RawMessage(`{"type":"object","properties":{}}`)
-		}
-		out.Tools = append(out.Tools, openai.Tool{
-			Type: openai.ToolTypeFunction,
-			Function: &openai.FunctionDefinition{
-				Name:        t.Name,
-				Description: t.Description,
-				Parameters:  params,
-			},
-		})
-	}
-	return out
+	return body
 }
 
 func exponentialBackoff(attempt int) time.Duration {

@@ -77,6 +77,7 @@ type Error struct {
 	// answer named; 0 when unknown.
 	RequestedTokens int
 
+	param string // the parameter a refusal named (OpenAI's error.param)
 	final bool   // a retry cannot help, whatever the kind
 	idle  bool   // the provider went silent (the idle timeout fired)
 	brief string // the cause in a few words, for retry notices
@@ -159,6 +160,7 @@ func statusError(resp *http.Response, sent string, body []byte, now time.Time) *
 		e.Detail = http.StatusText(resp.StatusCode)
 	}
 	e.Kind, e.final = kindOfStatus(resp.StatusCode, pb)
+	e.param = pb.param
 	if e.Kind == ErrContextTooLong {
 		e.ContextWindow, e.RequestedTokens = parseContextLimit(pb.message)
 		e.ContextWindow = cmp0(e.ContextWindow, pb.window)
@@ -211,7 +213,7 @@ func kindOfStatus(code int, pb providerBody) (kind error, final bool) {
 
 // providerBody is what an error body says.
 type providerBody struct {
-	message, code, typ string
+	message, code, typ, param string
 	// window and requested are llama.cpp's n_ctx and n_prompt_tokens.
 	window, requested int
 }
@@ -235,6 +237,7 @@ func parseProviderBody(body []byte) providerBody {
 		Message any    `json:"message"`
 		Code    any    `json:"code"`
 		Type    string `json:"type"`
+		Param   any    `json:"param"`
 		NCtx    int    `json:"n_ctx"`
 		NPrompt int    `json:"n_prompt_tokens"`
 	}
@@ -255,7 +258,7 @@ func parseProviderBody(body []byte) providerBody {
 	} else if msg := text(env.Error); msg != "" { // {"error": "text"}
 		in.Message = msg
 	}
-	pb := providerBody{message: clip(text(in.Message)), code: text(in.Code), typ: in.Type,
+	pb := providerBody{message: clip(text(in.Message)), code: text(in.Code), typ: in.Type, param: text(in.Param),
 		window: in.NCtx, requested: in.NPrompt}
 	if pb.message == "" {
 		pb.message = clip(text(env.Detail))
