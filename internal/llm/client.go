@@ -269,6 +269,7 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 			return resp, ctx.Err()
 		}
 		e := c.classify(err, c.chatURL)
+		e.Model = body.model
 		if !emitted {
 			// The provider's quirks, not failures: ask again without.
 			if c.refusedStreamOptions(&body, e) {

@@ -229,3 +229,7 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 	}
 	return nil
 }
+
+// ModelNotExist is DeepSeek's answer to a request for a model it does not
+// serve: HTTP 400 "Model Not Exist".
+func ModelNotExist() Response { return strictError(http.StatusBadRequest, "Model Not Exist") }
