@@ -1,14 +1,23 @@
 // Package llm is the model client: streaming chat completions with tool calls
-// against an OpenAI-compatible API (DeepSeek by default), on
-// github.com/sashabaranov/go-openai, plus the provider's model list and a
-// table of context windows.
+// against an OpenAI-compatible API (DeepSeek by default), plus the provider's
+// model list (and CheckModel, which judges a model by it) and a table of
+// context windows.
 //
-// It classifies provider failures into a few sentinel errors (see Error),
-// keeps the API key out of every error it returns, and retries only what a
-// retry can fix: a rate limit, a transient server error, a dropped, reset or
-// silent connection — and only before any output has streamed. A refused
-// connection, an unknown host, a bad base URL, 501 and the other 4xx fail at
-// once. Each retry can be announced to the caller (Request.OnRetry).
+// The request body is encoded here (encode.go), not by go-openai, whose
+// omitempty drops an empty reasoning_content; go-openai reads the event
+// stream. The body keeps DeepSeek's thinking-mode rules in every request:
+// each assistant message with tool calls carries reasoning_content, verbatim
+// (an empty string when the model gave none), and tool_choice is never
+// sent. A Thinking setting (off, low, high, max; "" leaves the provider's
+// default) becomes thinking.type and reasoning_effort.
+//
+// It classifies provider failures into a few sentinel errors (see Error;
+// Advice words them for the user), keeps the API key out of every error it
+// returns, and retries only what a retry can fix: a rate limit, a transient
+// server error, a dropped, reset or silent connection — and only before any
+// output has streamed. A refused connection, an unknown host, a bad base
+// URL, 501 and the other 4xx fail at once. Each retry can be announced to
+// the caller (Request.OnRetry).
 //
 // Every request asks for token usage in the stream
 // (stream_options.include_usage); Response.Usage carries it, flagged unknown
@@ -17,10 +26,17 @@
 // Known limits: only the first choice (index 0) of a response is read;
 // usage from a provider that ignores include_usage is unknown, not
 // estimated; a provider that rejects stream_options with a 400 naming it is
-// asked again without (once per Client); the context-too-long recognition
+// asked again without (once per Client), and one that rejects the thinking
+// parameters (a 400 or 422 naming thinking or reasoning_effort) is asked
+// again without them and never sent them again for that model (once per
+// Client and model; Response.ThinkingRefused reports it); which refusals
+// name a parameter is judged from the provider's words and error.param;
+// the context-too-long recognition
 // knows the wordings of OpenAI, DeepSeek, vLLM, Mistral, llama.cpp,
 // Anthropic-style and Gemini's OpenAI layer, and another provider's answer
-// is an ErrRequest; ContextWindow knows only DeepSeek's models.
+// is an ErrRequest; ContextWindow knows only DeepSeek's models; the
+// reasoning of an assistant message without tool calls is sent only when
+// the caller keeps it (DeepSeek ignores it there).
 package llm
 
 import (
