@@ -374,6 +374,12 @@ func Advice(err error) string {
 	}
 	deepseek := strings.Contains(e.URL, "api.deepseek.com")
 	switch {
+	case e.Kind == ErrThinkingRefused:
+		model := "this model"
+		if e.Model != "" {
+			model = fmt.Sprintf("the model %q", e.Model)
+		}
+		return "The model provider does not take the thinking setting for " + model + ", so it is no longer sent: the provider's default applies."
 	case e.Kind == ErrAuth && e.Status == http.StatusForbidden:
 		return "The model provider refused this API key access (HTTP 403). Check that the key is allowed to use the model, or use another key: set DSH_API_KEY (or DEEPSEEK_API_KEY), or run `dsh-acp login`."
 	case e.Kind == ErrAuth:

@@ -120,6 +120,9 @@ func TestThinkingRefusedIsDroppedOnce(t *testing.T) {
 		if !errors.Is(resp.ThinkingRefused, llm.ErrThinkingRefused) || !c.ThinkingRefused("") {
 			t.Fatalf("ThinkingRefused = %v, client says %v", resp.ThinkingRefused, c.ThinkingRefused(""))
 		}
+		if a := llm.Advice(resp.ThinkingRefused); a != `The model provider does not take the thinking setting for the model "deepseek-flash", so it is no longer sent: the provider's default applies.` {
+			t.Errorf("advice %q", a)
+		}
 		resp, err = c.Stream(t.Context(), simpleRequest(), nil)
 		if err != nil || resp.ThinkingRefused != nil {
 			t.Fatalf("second: %v, refused again: %v", err, resp.ThinkingRefused)
