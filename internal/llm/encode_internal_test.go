@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 )
 
 // goOpenAIBody is the body the client sent before it encoded its own: req
@@ -267,4 +269,27 @@ func BenchmarkEncodeBody(b *testing.B) {
 			}
 		}
 	})
+}
+
+// What reaches the provider is the body encode wrote, byte for byte (the
+// transport swaps it in for go-openai's stub), with the client's settings.
+func TestStreamSendsTheEncodedBody(t *testing.T) {
+	srv := llmtest.New(t, llmtest.Reply("ok"))
+	c := New(Config{BaseURL: srv.URL(), APIKey: "sk-test-0123456789", Model: "deepseek-flash", MaxTokens: 4096, Thinking: ThinkingMax})
+	p := sampleBody()
+	if _, err := c.Stream(t.Context(), Request{Messages: p.messages, Tools: p.tools}, nil); err != nil {
+		t.Fatal(err)
+	}
+	p.thinking = ThinkingMax
+	want, err := p.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := srv.Last()
+	if string(r.Raw) != string(want) {
+		t.Errorf("sent\n%s\nwant\n%s", r.Raw, want)
+	}
+	if r.Header.Get("Content-Type") != "application/json" || r.Header.Get("Authorization") != "Bearer sk-test-0123456789" {
+		t.Errorf("headers %v", r.Header)
+	}
 }
