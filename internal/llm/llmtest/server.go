@@ -29,7 +29,12 @@
 //     400 and words, and fails the test unless ExpectRefusals was called.
 //
 // Known limits: every chat request must stream (stream: false is answered
-// with a stream anyway); only choice 0 is produced.
+// with a stream anyway); only choice 0 is produced. The strict mode knows
+// the rules DeepSeek documents and the refusals it is known to send, not
+// the whole of its validation: it does not check roles, message order or
+// tool schemas, and it takes any reasoning on answers without tool calls.
+// Its verbatim check keys what it streamed by the calls' ids, so a script
+// that reuses ids with other reasoning is accepted with either.
 package llmtest
 
 import (
