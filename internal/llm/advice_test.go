@@ -108,3 +108,32 @@ func TestCheckModelAgainstTheProvidersList(t *testing.T) {
 		t.Errorf("%d models requests, want 1", n)
 	}
 }
+
+// CheckModel's contract for any list: served exactly when listed (or when
+// there is no list), a problem exactly when not served, each id once.
+func FuzzCheckModel(f *testing.F) {
+	f.Add("deepseek-flash,deepseek-v4-pro", "deepseek-flash")
+	f.Add("a,A,,a", "a ")
+	f.Add("", "x")
+	f.Fuzz(func(t *testing.T, ids, model string) {
+		var list []llm.Model
+		for _, id := range strings.Split(ids, ",") {
+			list = append(list, llm.Model{ID: id})
+		}
+		c := llm.CheckModel(list, model)
+		listed := false
+		for _, m := range list {
+			listed = listed || (m.ID == model && m.ID != "")
+		}
+		if c.Served != (listed || !c.Listed) || (c.Problem() == "") != c.Served {
+			t.Fatalf("%q in %q: %+v, problem %q", model, ids, c, c.Problem())
+		}
+		seen := map[string]bool{}
+		for _, id := range c.Models {
+			if seen[id] || id == "" {
+				t.Fatalf("models %q", c.Models)
+			}
+			seen[id] = true
+		}
+	})
+}
