@@ -104,6 +104,9 @@ func TestToolCallsSplitAcrossChunks(t *testing.T) {
 					llmtest.Args(1, `{}`),
 					llmtest.Finish("tool_calls")),
 				llmtest.Reply("All done."))
+			if omit {
+				f.srv.SetStrict(llmtest.StrictOff) // dropping the reasoning breaks DeepSeek's rules by design
+			}
 			if stop := f.prompt(t, t.Context(), "go"); stop != event.EndTurn {
 				t.Fatalf("stop = %s", stop)
 			}

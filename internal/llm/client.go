@@ -1,14 +1,23 @@
 // Package llm is the model client: streaming chat completions with tool calls
-// against an OpenAI-compatible API (DeepSeek by default), on
-// github.com/sashabaranov/go-openai, plus the provider's model list and a
-// table of context windows.
+// against an OpenAI-compatible API (DeepSeek by default), plus the provider's
+// model list (and CheckModel, which judges a model by it) and a table of
+// context windows.
 //
-// It classifies provider failures into a few sentinel errors (see Error),
-// keeps the API key out of every error it returns, and retries only what a
-// retry can fix: a rate limit, a transient server error, a dropped, reset or
-// silent connection — and only before any output has streamed. A refused
-// connection, an unknown host, a bad base URL, 501 and the other 4xx fail at
-// once. Each retry can be announced to the caller (Request.OnRetry).
+// The request body is encoded here (encode.go), not by go-openai, whose
+// omitempty drops an empty reasoning_content; go-openai reads the event
+// stream. The body keeps DeepSeek's thinking-mode rules in every request:
+// each assistant message with tool calls carries reasoning_content, verbatim
+// (an empty string when the model gave none), and tool_choice is never
+// sent. A Thinking setting (off, low, high, max; "" leaves the provider's
+// default) becomes thinking.type and reasoning_effort.
+//
+// It classifies provider failures into a few sentinel errors (see Error;
+// Advice words them for the user), keeps the API key out of every error it
+// returns, and retries only what a retry can fix: a rate limit, a transient
+// server error, a dropped, reset or silent connection — and only before any
+// output has streamed. A refused connection, an unknown host, a bad base
+// URL, 501 and the other 4xx fail at once. Each retry can be announced to
+// the caller (Request.OnRetry).
 //
 // Every request asks for token usage in the stream
 // (stream_options.include_usage); Response.Usage carries it, flagged unknown
@@ -17,10 +26,17 @@
 // Known limits: only the first choice (index 0) of a response is read;
 // usage from a provider that ignores include_usage is unknown, not
 // estimated; a provider that rejects stream_options with a 400 naming it is
-// asked again without (once per Client); the context-too-long recognition
+// asked again without (once per Client), and one that rejects the thinking
+// parameters (a 400 or 422 naming thinking or reasoning_effort) is asked
+// again without them and never sent them again for that model (once per
+// Client and model; Response.ThinkingRefused reports it); which refusals
+// name a parameter is judged from the provider's words and error.param;
+// the context-too-long recognition
 // knows the wordings of OpenAI, DeepSeek, vLLM, Mistral, llama.cpp,
 // Anthropic-style and Gemini's OpenAI layer, and another provider's answer
-// is an ErrRequest; ContextWindow knows only DeepSeek's models.
+// is an ErrRequest; ContextWindow knows only DeepSeek's models; the
+// reasoning of an assistant message without tool calls is sent only when
+// the caller keeps it (DeepSeek ignores it there).
 package llm
 
 import (
@@ -32,6 +48,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -90,6 +107,9 @@ type Config struct {
 	// ModelsTimeout bounds a ListModels request. 0 means
 	// DefaultModelsTimeout.
 	ModelsTimeout time.Duration
+	// Thinking is the thinking setting of requests that name none
+	// (Request.Thinking); ThinkingDefault sends no thinking parameter.
+	Thinking Thinking
 	// Logger receives retry and failure logs (never the key or content).
 	Logger *zap.Logger
 }
@@ -113,6 +133,11 @@ type Client struct {
 
 	// noStreamOptions is set once the provider refused stream_options.
 	noStreamOptions atomic.Bool
+	// thinking is the default thinking setting (Config.Thinking).
+	thinking Thinking
+	// thinkingRefused holds the models (string → true) for which the
+	// provider refused the thinking parameters.
+	thinkingRefused sync.Map
 
 	modelsTimeout time.Duration
 	modelsLock    chan struct{} // a one-slot semaphore guarding models
@@ -134,6 +159,7 @@ func New(cfg Config) *Client {
 		secret:        scrubber(cfg.APIKey),
 		modelsTimeout: cfg.ModelsTimeout,
 		modelsLock:    make(chan struct{}, 1),
+		thinking:      cfg.Thinking,
 	}
 	if c.modelsTimeout <= 0 {
 		c.modelsTimeout = DefaultModelsTimeout
@@ -234,7 +260,11 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 	if c.err != nil {
 		return Response{}, c.err
 	}
-	oreq := c.chatRequest(req)
+	body := c.chatBody(req)
+	raw, err := body.encode()
+	if err != nil {
+		return Response{}, c.secret.error(&Error{Kind: ErrRequest, Detail: err.Error(), URL: c.chatURL, final: true})
+	}
 	emitted := false
 	on := func(d Delta) {
 		emitted = true
@@ -242,10 +272,12 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 			onDelta(d)
 		}
 	}
+	var refused *Error // the provider's refusal of the thinking parameters
 	attempts := c.maxRetries + 1
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
-		resp, err := c.streamOnce(ctx, oreq, on)
+		resp, err := c.streamOnce(ctx, body.model, raw, on)
+		resp.ThinkingRefused = refused
 		if err == nil {
 			return resp, nil
 		}
@@ -253,9 +285,20 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 			return resp, ctx.Err()
 		}
 		e := c.classify(err, c.chatURL)
-		if !emitted && c.refusedStreamOptions(&oreq, e) {
-			attempt-- // the provider's quirk, not a failure: ask again without
-			continue
+		e.Model = body.model
+		if !emitted {
+			// The provider's quirks, not failures: ask again without.
+			if c.refusedStreamOptions(&body, e) {
+				raw, _ = body.encode()
+				attempt--
+				continue
+			}
+			if r := c.refusedThinking(&body, e); r != nil {
+				refused = r
+				raw, _ = body.encode()
+				attempt--
+				continue
+			}
 		}
 		e.Attempts = attempt
 		if emitted || attempt >= attempts || !e.Retryable() {
@@ -296,10 +339,10 @@ func (c *Client) idleNote(emitted bool) string {
 }
 
 // refusedStreamOptions reports whether e is the provider refusing the
-// stream_options field; if so it drops the field from oreq and from every
+// stream_options field; if so it drops the field from body and from every
 // later request of the client.
-func (c *Client) refusedStreamOptions(oreq *openai.ChatCompletionRequest, e *Error) bool {
-	if oreq.StreamOptions == nil || e.Status != http.StatusBadRequest || e.Kind != ErrRequest {
+func (c *Client) refusedStreamOptions(body *chatBody, e *Error) bool {
+	if !body.usage || e.Status != http.StatusBadRequest || e.Kind != ErrRequest {
 		return false
 	}
 	detail := strings.ToLower(e.Detail)
@@ -307,14 +350,16 @@ func (c *Client) refusedStreamOptions(oreq *openai.ChatCompletionRequest, e *Err
 		return false
 	}
 	c.noStreamOptions.Store(true)
-	oreq.StreamOptions = nil
+	body.usage = false
 	c.log.Info("the model provider refused stream_options; usage will be unknown")
 	return true
 }
 
 // streamOnce sends one request and reads its stream to the end.
-func (c *Client) streamOnce(ctx context.Context, oreq openai.ChatCompletionRequest, on func(Delta)) (Response, error) {
-	stream, err := c.api.CreateChatCompletionStream(ctx, oreq)
+// The body sent is raw: go-openai encodes only a stub naming the model, which
+// statusDoer replaces (see swapBody).
+func (c *Client) streamOnce(ctx context.Context, model string, raw []byte, on func(Delta)) (Response, error) {
+	stream, err := c.api.CreateChatCompletionStream(withChatBody(ctx, raw), openai.ChatCompletionRequest{Model: model})
 	if err != nil {
 		return Response{}, err
 	}
@@ -395,51 +440,28 @@ func streamErrorEvent(apiErr *openai.APIError) *Error {
 	return &Error{Kind: ErrContextTooLong, Detail: msg, ContextWindow: window, RequestedTokens: requested, final: true}
 }
 
-func (c *Client) chatRequest(req Request) openai.ChatCompletionRequest {
-	model := c.model
+// chatBody is what req asks for, with the client's settings: its model,
+// max_tokens, usage unless the provider refused stream_options, and the
+// thinking setting unless the provider refused it for that model.
+func (c *Client) chatBody(req Request) chatBody {
+	body := chatBody{
+		model:     c.model,
+		maxTokens: c.maxTokens,
+		usage:     !c.noStreamOptions.Load(),
+		thinking:  c.thinking,
+		messages:  req.Messages,
+		tools:     req.Tools,
+	}
 	if req.Model != "" {
-		model = req.Model
+		body.model = req.Model
 	}
-	out := openai.ChatCompletionRequest{
-		Model:     model,
-		Stream:    true,
-		MaxTokens: c.maxTokens,
-		Messages:  make([]openai.ChatCompletionMessage, 0, len(req.Messages)),
+	if req.Thinking != ThinkingDefault {
+		body.thinking = req.Thinking
 	}
-	if !c.noStreamOptions.Load() {
-		out.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
+	if c.ThinkingRefused(body.model) {
+		body.thinking = ThinkingDefault
 	}
-	for _, m := range req.Messages {
-		om := openai.ChatCompletionMessage{
-			Role:             string(m.Role),
-			Content:          m.Content,
-			ReasoningContent: m.Reasoning,
-			ToolCallID:       m.ToolCallID,
-		}
-		for _, tc := range m.ToolCalls {
-			om.ToolCalls = append(om.ToolCalls, openai.ToolCall{
-				ID:       tc.ID,
-				Type:     openai.ToolTypeFunction,
-				Function: openai.FunctionCall{Name: tc.Name, Arguments: tc.Args},
-			})
-		}
-		out.Messages = append(out.Messages, om)
-	}
-	for _, t := range req.Tools {
-		params := t.Parameters
-		if len(params) == 0 {
-			params = json.RawMessage(`{"type":"object","properties":{}}`)
-		}
-		out.Tools = append(out.Tools, openai.Tool{
-			Type: openai.ToolTypeFunction,
-			Function: &openai.FunctionDefinition{
-				Name:        t.Name,
-				Description: t.Description,
-				Parameters:  params,
-			},
-		})
-	}
-	return out
+	return body
 }
 
 func exponentialBackoff(attempt int) time.Duration {

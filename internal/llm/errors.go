@@ -68,6 +68,8 @@ type Error struct {
 	URL string
 	// Attempts is how many times the request was sent.
 	Attempts int
+	// Model is the model a chat request asked for ("" for other requests).
+	Model string
 	// RetryAfter is the delay the provider asked for (429, 503), 0 if none.
 	RetryAfter time.Duration
 	// ContextWindow is the window, in tokens, a context-too-long answer
@@ -77,6 +79,7 @@ type Error struct {
 	// answer named; 0 when unknown.
 	RequestedTokens int
 
+	param string // the parameter a refusal named (OpenAI's error.param)
 	final bool   // a retry cannot help, whatever the kind
 	idle  bool   // the provider went silent (the idle timeout fired)
 	brief string // the cause in a few words, for retry notices
@@ -159,6 +162,7 @@ func statusError(resp *http.Response, sent string, body []byte, now time.Time) *
 		e.Detail = http.StatusText(resp.StatusCode)
 	}
 	e.Kind, e.final = kindOfStatus(resp.StatusCode, pb)
+	e.param = pb.param
 	if e.Kind == ErrContextTooLong {
 		e.ContextWindow, e.RequestedTokens = parseContextLimit(pb.message)
 		e.ContextWindow = cmp0(e.ContextWindow, pb.window)
@@ -211,7 +215,7 @@ func kindOfStatus(code int, pb providerBody) (kind error, final bool) {
 
 // providerBody is what an error body says.
 type providerBody struct {
-	message, code, typ string
+	message, code, typ, param string
 	// window and requested are llama.cpp's n_ctx and n_prompt_tokens.
 	window, requested int
 }
@@ -235,6 +239,7 @@ func parseProviderBody(body []byte) providerBody {
 		Message any    `json:"message"`
 		Code    any    `json:"code"`
 		Type    string `json:"type"`
+		Param   any    `json:"param"`
 		NCtx    int    `json:"n_ctx"`
 		NPrompt int    `json:"n_prompt_tokens"`
 	}
@@ -255,7 +260,7 @@ func parseProviderBody(body []byte) providerBody {
 	} else if msg := text(env.Error); msg != "" { // {"error": "text"}
 		in.Message = msg
 	}
-	pb := providerBody{message: clip(text(in.Message)), code: text(in.Code), typ: in.Type,
+	pb := providerBody{message: clip(text(in.Message)), code: text(in.Code), typ: in.Type, param: text(in.Param),
 		window: in.NCtx, requested: in.NPrompt}
 	if pb.message == "" {
 		pb.message = clip(text(env.Detail))
@@ -347,4 +352,73 @@ func (s scrubber) error(e *Error) *Error {
 	e.Detail = s.scrub(e.Detail)
 	e.URL = s.scrub(e.URL)
 	return e
+}
+
+// DeepSeek's pages the advice points to, when the provider is DeepSeek.
+const (
+	deepseekKeys  = "https://platform.deepseek.com/api_keys"
+	deepseekTopUp = "https://platform.deepseek.com/top_up"
+)
+
+// Advice is a plain sentence about err for the user: what went wrong and,
+// where it helps, the fix. It tells apart DeepSeek's statuses (401 wrong
+// key, 402 no balance, 404 an unknown model or a wrong base URL, 422 an
+// invalid parameter) and its thinking-mode refusals, pointing at
+// DeepSeek's pages when the request went to DeepSeek. It is "" when err is
+// not an *Error. The provider's own words are not repeated: they are in
+// err's text.
+func Advice(err error) string {
+	var e *Error
+	if !errors.As(err, &e) {
+		return ""
+	}
+	deepseek := strings.Contains(e.URL, "api.deepseek.com")
+	switch {
+	case e.Kind == ErrThinkingRefused:
+		model := "this model"
+		if e.Model != "" {
+			model = fmt.Sprintf("the model %q", e.Model)
+		}
+		return "The model provider does not take the thinking setting for " + model + ", so it is no longer sent: the provider's default applies."
+	case e.Kind == ErrAuth && e.Status == http.StatusForbidden:
+		return "The model provider refused this API key access (HTTP 403). Check that the key is allowed to use the model, or use another key: set DSH_API_KEY (or DEEPSEEK_API_KEY), or run `dsh-acp login`."
+	case e.Kind == ErrAuth:
+		s := "The model provider did not accept the API key (HTTP 401: it is wrong, revoked or missing). Set DSH_API_KEY (or DEEPSEEK_API_KEY) to a valid key, or run `dsh-acp login` to store one."
+		if deepseek {
+			s += " DeepSeek's keys are made at " + deepseekKeys + "."
+		}
+		return s
+	case e.Kind == ErrBalance:
+		s := "The model provider's account has run out of balance (HTTP 402). Top it up, then send the prompt again."
+		if deepseek {
+			s = "The DeepSeek account has run out of balance (HTTP 402). Top it up at " + deepseekTopUp + ", then send the prompt again."
+		}
+		return s
+	case e.Kind == ErrRequest && unknownModel(e):
+		model := "the model"
+		if e.Model != "" {
+			model = fmt.Sprintf("the model %q", e.Model)
+		}
+		return fmt.Sprintf("The model provider does not serve %s (HTTP %d). Choose", model, e.Status) + " another with /model (or the model selector), or start dsh-acp with --model or DSH_MODEL set to one the provider lists."
+	case e.Kind == ErrEndpoint && e.Status == http.StatusNotFound:
+		return fmt.Sprintf("Nothing answers at %s (HTTP 404): the base URL does not point at an OpenAI-compatible API. Check --base-url / DSH_BASE_URL (DeepSeek's is %s).", e.URL, DefaultBaseURL)
+	case e.Kind == ErrRequest && e.Status == http.StatusUnprocessableEntity:
+		return "The model provider refused a parameter of the request (HTTP 422: invalid parameters). If the model was just changed, it may not take the session's settings: choose another model with /model, or set thinking back to the provider's default."
+	case e.Kind == ErrRequest && strings.Contains(e.Detail, "reasoning_content"):
+		return "The provider refused the conversation: in thinking mode every earlier tool call must come back with its reasoning, and one did not (a fault of dsh-acp; please report it). Start a new session, or turn thinking off, to go on."
+	case e.Kind == ErrRequest && strings.Contains(strings.ToLower(e.Detail), "tool_choice"):
+		return "The provider refused the request's tool_choice in thinking mode (a fault of dsh-acp; please report it). Turn thinking off to go on."
+	}
+	return ""
+}
+
+// unknownModel reports whether e is the provider saying the model does not
+// exist: DeepSeek's HTTP 400 "Model Not Exist", OpenAI's 404
+// model_not_found, another 404 naming the model.
+func unknownModel(e *Error) bool {
+	d := strings.ToLower(e.Detail)
+	if strings.Contains(d, "model not exist") || strings.Contains(d, "model_not_found") {
+		return true
+	}
+	return e.Status == http.StatusNotFound && strings.Contains(d, "model")
 }

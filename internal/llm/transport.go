@@ -30,6 +30,7 @@ type statusDoer struct {
 var errIdle = errors.New("the model sent nothing")
 
 func (d statusDoer) Do(req *http.Request) (*http.Response, error) {
+	req = swapBody(req)
 	var watch *idleWatch
 	if d.idle > 0 {
 		ctx, cancel := context.WithCancelCause(req.Context())

@@ -22,7 +22,11 @@ const (
 type Message struct {
 	Role    Role
 	Content string
-	// Reasoning is sent as reasoning_content when set (assistant messages).
+	// Reasoning is sent as reasoning_content, verbatim, on assistant
+	// messages: always on one with ToolCalls (an empty string when it is
+	// empty: DeepSeek's thinking mode refuses, with HTTP 400, a
+	// conversation where a tool-call message lacks the key), else when set
+	// (DeepSeek ignores it there). It is never sent on other roles.
 	Reasoning string
 	// ToolCalls are the calls an assistant message made.
 	ToolCalls []ToolCall
@@ -54,6 +58,10 @@ type Request struct {
 	Model    string
 	Messages []Message
 	Tools    []ToolDef
+	// Thinking, when set, is asked for instead of the client's
+	// Config.Thinking. It is not sent to a model whose provider refused it
+	// (Client.ThinkingRefused).
+	Thinking Thinking
 	// OnRetry, when set, is told about each retry before its wait begins,
 	// on the caller's goroutine, so the user can see it ("retrying in 2s
 	// (HTTP 503)"). It must not block for long: the wait starts after it
@@ -117,6 +125,12 @@ type Response struct {
 	// Usage is the provider's token count for this request; Usage.Known is
 	// false when the provider sent none.
 	Usage Usage
+	// ThinkingRefused is set on the one response whose request found the
+	// provider refusing the thinking parameters (an *Error of kind
+	// ErrThinkingRefused, with the provider's words): the request was sent
+	// again without them, and later ones leave them out. The caller says so
+	// once.
+	ThinkingRefused *Error
 }
 
 // Usage is the token accounting of one response, as the provider reported

@@ -22,9 +22,19 @@
 //     tokens plus max_tokens pass the window is answered with the
 //     provider's HTTP 400 context-length error in DeepSeek's or OpenAI's
 //     wording, without consuming a scripted response.
+//   - enforce DeepSeek's thinking-mode rules (SetStrict; on by default for
+//     deepseek-… models): an assistant message with tool calls that lost
+//     its reasoning_content, reasoning sent back other than it was
+//     streamed, or a forcing tool_choice is refused with DeepSeek's HTTP
+//     400 and words, and fails the test unless ExpectRefusals was called.
 //
 // Known limits: every chat request must stream (stream: false is answered
-// with a stream anyway); only choice 0 is produced.
+// with a stream anyway); only choice 0 is produced. The strict mode knows
+// the rules DeepSeek documents and the refusals it is known to send, not
+// the whole of its validation: it does not check roles, message order or
+// tool schemas, and it takes any reasoning on answers without tool calls.
+// Its verbatim check keys what it streamed by the calls' ids, so a script
+// that reuses ids with other reasoning is accepted with either.
 package llmtest
 
 import (
@@ -54,6 +64,10 @@ type Server struct {
 
 	responder func(Request) Response // answers when the script is empty
 
+	strict         Strictness
+	expectRefusals bool
+	streamed       map[string][]string // reasoning streamed with tool calls, by call ids
+
 	models         []string
 	modelsSet      bool
 	modelsFailure  *Response
@@ -64,7 +78,7 @@ type Server struct {
 // the test ends. A request beyond the script fails the test and gets a 500.
 func New(t testing.TB, script ...Response) *Server {
 	t.Helper()
-	s := &Server{t: t, script: script, arrived: make(chan struct{})}
+	s := &Server{t: t, script: script, arrived: make(chan struct{}), strict: strictFromEnv()}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
@@ -213,7 +227,11 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 		f := s.responder
 		s.mu.Unlock()
 		if f != nil {
-			f(req).serve(w, r, plan)
+			resp = f(req)
+			s.mu.Lock()
+			s.noteStreamed(resp)
+			s.mu.Unlock()
+			resp.serve(w, r, plan)
 			return
 		}
 		s.t.Errorf("llmtest: request %d has no scripted response", len(s.Requests()))
@@ -223,26 +241,36 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 	resp.serve(w, r, plan)
 }
 
-// next records req and picks its answer: the context-too-long error when
-// req passes the window, else the next scripted response.
+// next records req and picks its answer: DeepSeek's refusal when req
+// breaks the thinking-mode rules (SetStrict), the context-too-long error
+// when req passes the window, else the next scripted response.
 func (s *Server) next(req *Request) (Response, plan, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := plan{model: req.Model, prompt: req.PromptTokens,
 		usage: req.AsksUsage() && !s.ignoreUsage}
+	status, refused := s.refusal(req)
+	req.Refused = refused
 	requested := req.PromptTokens + req.MaxTokens
-	req.OverWindow = s.window > 0 && requested > s.window
+	req.OverWindow = refused == "" && s.window > 0 && requested > s.window
 	s.requests = append(s.requests, *req)
 	close(s.arrived)
 	s.arrived = make(chan struct{})
-	if req.OverWindow {
+	switch {
+	case refused != "":
+		if !s.expectRefusals {
+			s.t.Errorf("llmtest: request %d broke DeepSeek's thinking-mode rules: HTTP %d %s\n%s",
+				len(s.requests), status, refused, req)
+		}
+		return strictError(status, refused), p, true
+	case req.OverWindow:
 		return ContextTooLong(s.window, req.PromptTokens, req.MaxTokens, s.wording), p, true
-	}
-	if len(s.script) == 0 {
+	case len(s.script) == 0:
 		return Response{}, p, false
 	}
 	r := s.script[0]
 	s.script = s.script[1:]
+	s.noteStreamed(r)
 	return r, p, true
 }
 
@@ -277,7 +305,13 @@ type Request struct {
 	StreamOptions *StreamOptions `json:"stream_options"`
 	Messages      []Message      `json:"messages"`
 	Tools         []Tool         `json:"tools"`
-	Header        http.Header    `json:"-"`
+	// ToolChoice is the tool_choice field as sent (nil when absent).
+	ToolChoice json.RawMessage `json:"tool_choice"`
+	// Thinking is the thinking field (nil when absent).
+	Thinking *ThinkingParam `json:"thinking"`
+	// ReasoningEffort is the reasoning_effort field (nil when absent).
+	ReasoningEffort *string     `json:"reasoning_effort"`
+	Header          http.Header `json:"-"`
 	// Raw is the request body exactly as received, for byte-for-byte
 	// comparisons of two requests.
 	Raw json.RawMessage `json:"-"`
@@ -286,6 +320,14 @@ type Request struct {
 	// OverWindow is set when the request passed the window set by
 	// SetContextWindow and was refused.
 	OverWindow bool `json:"-"`
+	// Refused is the message of the server's refusal when the request
+	// broke DeepSeek's thinking-mode rules (see SetStrict), else "".
+	Refused string `json:"-"`
+}
+
+// ThinkingParam is a recorded thinking field.
+type ThinkingParam struct {
+	Type string `json:"type"`
 }
 
 // StreamOptions is a recorded stream_options field.
@@ -303,6 +345,9 @@ type Message struct {
 	ReasoningContent string     `json:"reasoning_content"`
 	ToolCalls        []ToolCall `json:"tool_calls"`
 	ToolCallID       string     `json:"tool_call_id"`
+	// HasReasoning reports that the message carried reasoning_content
+	// (perhaps empty); ReasoningContent alone cannot tell.
+	HasReasoning bool `json:"-"`
 }
 
 // ToolCall is a recorded assistant tool call.
