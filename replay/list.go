@@ -18,7 +18,7 @@ type Summary struct {
 	ID  string
 	Cwd string
 	// Title is the first line of the first user prompt, cleaned of control
-	// characters, at most TitleMax characters; "" before the first prompt.
+	// characters, at most TitleMax characters.
 	Title     string
 	Created   time.Time
 	UpdatedAt time.Time // the journal file's modification time
@@ -38,7 +38,10 @@ const TitleMax = 80
 //
 // List stats every journal but reads only the head of each one it returns
 // or filters (the header and the first prompt). Files that are not
-// journals, symlinks and journals without a header are left out.
+// journals, symlinks, journals without a header and sessions that have had
+// no turn yet (nothing to resume: clients that open a session per chat
+// would fill their pickers with them) are left out; the last stay loadable
+// by id.
 func (s *Store) List(cwd, cursor string, limit int) ([]Summary, string, error) {
 	after, err := decodeCursor(cursor)
 	if err != nil {
@@ -123,8 +126,8 @@ func (s *Store) summary(e entry) (Summary, bool) {
 		return Summary{}, false
 	}
 	defer f.Close()
-	h, prompt, _ := readHead(f)
-	if h == nil {
+	h, prompt, turns := readHead(f)
+	if h == nil || !turns {
 		return Summary{}, false
 	}
 	return Summary{ID: e.id, Cwd: h.Cwd, Title: Title(prompt), Created: h.Created, UpdatedAt: e.mtime}, true

@@ -34,7 +34,8 @@ func TestTitle(t *testing.T) {
 }
 
 // listStore makes sessions s1…s6 with modification times one minute apart
-// (s6 newest) in cwds /a and /b, plus files List must leave out.
+// (s6 newest) in cwds /a and /b, plus files List must leave out: s4 has had
+// no turn.
 func listStore(t *testing.T) (*Store, string) {
 	s, state := newTestStore(t)
 	dir := filepath.Join(state, "sessions")
@@ -76,15 +77,15 @@ func TestList(t *testing.T) {
 	if err != nil || next != "" {
 		t.Fatal(err, next)
 	}
-	if got := ids(all); got != "s6 s5 s4 s3 s2 s1" {
+	if got := ids(all); got != "s6 s5 s3 s2 s1" {
 		t.Errorf("all: %s", got)
 	}
 	s6 := all[0]
 	if s6.Cwd != "/a" || s6.Title != "prompt of s6" || s6.Created.IsZero() || !s6.UpdatedAt.Equal(time.Date(2026, 5, 1, 0, 5, 0, 0, time.UTC)) {
 		t.Errorf("summary %+v", s6)
 	}
-	if all[2].Title != "" {
-		t.Errorf("session without a prompt has title %q", all[2].Title)
+	if _, err := s.Load("s4"); err != nil {
+		t.Errorf("the session without a turn, left out of the list, does not load: %v", err)
 	}
 
 	tests := []struct {
@@ -92,10 +93,10 @@ func TestList(t *testing.T) {
 		limit int
 		pages []string
 	}{
-		{"", 2, []string{"s6 s5", "s4 s3", "s2 s1"}},
-		{"", 4, []string{"s6 s5 s4 s3", "s2 s1"}},
-		{"", 6, []string{"s6 s5 s4 s3 s2 s1"}},
-		{"/a", 2, []string{"s6 s4", "s3 s1"}},
+		{"", 2, []string{"s6 s5", "s3 s2", "s1"}},
+		{"", 4, []string{"s6 s5 s3 s2", "s1"}},
+		{"", 5, []string{"s6 s5 s3 s2 s1"}},
+		{"/a", 2, []string{"s6 s3", "s1"}},
 		{"/b", 1, []string{"s5", "s2"}},
 		{"/c", 3, []string{""}},
 		{"/a/", 3, []string{""}},
@@ -140,8 +141,8 @@ func TestListCursorStable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ids(second); got != "s4 s2" {
-		t.Errorf("second page %q, want %q", got, "s4 s2")
+	if got := ids(second); got != "s2 s1" {
+		t.Errorf("second page %q, want %q", got, "s2 s1")
 	}
 	for _, bad := range []string{"!!", "bm90IGEgY3Vyc29y", "MTIzLy4uL3g"} {
 		if _, _, err := s.List("", bad, 2); !errors.Is(err, ErrBadCursor) {

@@ -313,14 +313,20 @@ func (s *Store) open(id string) (*os.File, error) {
 }
 
 // readHead decodes the head of a journal: its header and the first user
-// prompt, reading at most a few records.
-func readHead(r io.Reader) (h *Header, prompt string, found bool) {
+// prompt, reading at most a few records. turns reports whether the session
+// has had a turn: a prompt was found, or the head holds more records than
+// are read (a session's first records before any prompt are few: its header
+// and settings), so a long head counts as having turns.
+func readHead(r io.Reader) (h *Header, prompt string, turns bool) {
 	const maxRecords, maxHeadLine = 16, 4 << 20
 	lr := newLineReader(r, maxHeadLine)
-	for i := 0; i < maxRecords; i++ {
+	for i := 0; ; i++ {
 		line, complete, tooLong, err := lr.next()
 		if err != nil {
-			break
+			return h, "", false
+		}
+		if i == maxRecords {
+			return h, "", true
 		}
 		if !complete || tooLong {
 			continue
@@ -338,5 +344,34 @@ func readHead(r io.Reader) (h *Header, prompt string, found bool) {
 			return h, w.Text, true
 		}
 	}
-	return h, "", false
+}
+
+// Delete removes session id's journal. It fails with ErrLocked when a
+// writer holds the journal (another daemon serving the session, or this
+// one: close the session's Journal first), with an error wrapping
+// fs.ErrNotExist when there is no such session and with ErrUnsafe for a
+// symlink, a non-regular file or a file of another user. The lock is held
+// while the name is removed, so a daemon that opens the session meanwhile
+// either finds it gone or holds it first. What else the session left under
+// the state directory (spill files, change contents) is its owners' to
+// remove.
+func (s *Store) Delete(id string) error {
+	if err := ValidID(id); err != nil {
+		return err
+	}
+	f, _, err := s.openChecked(id, os.O_RDWR)
+	if err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	defer f.Close()
+	if err := lockFile(f); err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	if err := s.root.Remove(fileName(id)); err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	if err := s.syncDir(); err != nil {
+		return fmt.Errorf("delete session %s: sync the sessions directory: %w", id, err)
+	}
+	return nil
 }

@@ -15,9 +15,6 @@ import (
 // DirectTool is the tool a direct command runs with.
 const DirectTool = "bash"
 
-// directDescription is the description argument of a direct command.
-const directDescription = "Command typed by the user"
-
 // RunDirect runs a command the user typed (a `!` command) with the bash tool
 // as one turn: no model and no Approver are involved, and it works with no
 // model configured. It emits UserPrompt{"!"+command}, an Info for each
@@ -32,12 +29,13 @@ func (s *Session) RunDirect(ctx context.Context, command string) (event.StopReas
 	}
 	defer s.release()
 	start := time.Now()
+	// No description: the command is its own label (clients that show the
+	// description as the card's label would show a stock phrase instead).
 	args, err := json.Marshal(struct {
-		Command     string `json:"command"`
-		Description string `json:"description"`
-	}{command, directDescription})
+		Command string `json:"command"`
+	}{command})
 	if err != nil {
-		return event.EndTurn, err // unreachable: two strings always encode
+		return event.EndTurn, err // unreachable: a string always encodes
 	}
 	call := event.ToolCall{ID: directID(), Name: DirectTool, Args: args, Direct: true}
 	// The prompt, the queued infos and the call go to the sink as one batch,

@@ -41,7 +41,7 @@ func TestDirectCommandWithoutModel(t *testing.T) {
 	if !ok || !regexp.MustCompile(`^user-[0-9a-f]{12}$`).MatchString(call.ID) {
 		t.Fatalf("call = %#v", evs[1])
 	}
-	wantArgs := json.RawMessage(`{"command":"ls -la","description":"Command typed by the user"}`)
+	wantArgs := json.RawMessage(`{"command":"ls -la"}`)
 	want := []event.Event{
 		event.UserPrompt{Text: "!ls -la"},
 		event.ToolCall{ID: call.ID, Name: "bash", Args: wantArgs, Direct: true},
