@@ -39,6 +39,9 @@ func describeModelError(err error) string {
 	default:
 		advice = "The model request failed."
 	}
+	if a := llm.Advice(err); a != "" { // the provider's own case, in plain words
+		advice = a
+	}
 	return advice + "\n\nDetails: " + err.Error()
 }
 

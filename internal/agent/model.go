@@ -19,6 +19,23 @@ func (s *Session) SetModel(id string) {
 	s.modelName = id
 }
 
+// Thinking is the thinking setting of the session's requests (llm's
+// ThinkingDefault, "", leaves the provider's default).
+func (s *Session) Thinking() llm.Thinking {
+	s.modelMu.Lock()
+	defer s.modelMu.Unlock()
+	return s.thinking
+}
+
+// SetThinking sets the thinking setting of the session's later requests,
+// as SetModel does the model: never behind a turn; the caller validates
+// (llm.ParseThinking) and journals it.
+func (s *Session) SetThinking(t llm.Thinking) {
+	s.modelMu.Lock()
+	defer s.modelMu.Unlock()
+	s.thinking = t
+}
+
 // window is model's context window, in tokens: Config.ContextWindow's
 // answer, lowered to what the provider named when it refused a request.
 func (s *Session) window(model string) int {

@@ -20,7 +20,19 @@ func TestProviderErrors(t *testing.T) {
 		{
 			name:      "401 bad key",
 			script:    []llmtest.Response{llmtest.Error(401, "Authentication Fails, your key "+testKey+" is invalid")},
-			wantError: "rejected the API key. Check DSH_API_KEY (or DEEPSEEK_API_KEY).",
+			wantError: "did not accept the API key (HTTP 401: it is wrong, revoked or missing). Set DSH_API_KEY (or DEEPSEEK_API_KEY)",
+			requests:  1,
+		},
+		{
+			name:      "400 unknown model",
+			script:    []llmtest.Response{llmtest.Error(400, "Model Not Exist")},
+			wantError: "does not serve the model",
+			requests:  1,
+		},
+		{
+			name:      "422 invalid parameters",
+			script:    []llmtest.Response{llmtest.Error(422, "Invalid parameters")},
+			wantError: "refused a parameter of the request (HTTP 422",
 			requests:  1,
 		},
 		{

@@ -88,6 +88,7 @@ type Session struct {
 
 	modelMu   sync.Mutex
 	modelName string
+	thinking  llm.Thinking   // guarded by modelMu
 	level     executor.Level // the sandbox level; guarded by modelMu
 
 	noticeMu sync.Mutex

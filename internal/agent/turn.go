@@ -141,6 +141,7 @@ func (s *Session) request(model string) llm.Request {
 		Model:    model,
 		Messages: s.hist.messages(s.system, !s.cfg.OmitToolCallReasoning),
 		Tools:    s.toolDefs(),
+		Thinking: s.Thinking(),
 		OnRetry:  s.onRetry,
 	}
 }
@@ -154,6 +155,9 @@ func (s *Session) onRetry(r llm.RetryInfo) {
 func (s *Session) stream(ctx context.Context, req llm.Request) (llm.Response, error) {
 	start := time.Now()
 	resp, err := s.model.Stream(ctx, req, s.emitDelta)
+	if resp.ThinkingRefused != nil { // once per model: the client sends the setting no more
+		s.sink.Emit(event.ErrorMessage{Text: "\n[model provider: " + llm.Advice(resp.ThinkingRefused) + "]\n"})
+	}
 	s.log.Debug("model response", zap.Int("messages", len(req.Messages)),
 		zap.String("finish", string(resp.FinishReason)), zap.Int("toolCalls", len(resp.ToolCalls)),
 		zap.Bool("failed", err != nil), zap.Duration("elapsed", time.Since(start)))
