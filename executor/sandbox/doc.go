@@ -27,6 +27,14 @@
 //
 // The daemon starts bwrap as pid 1 of a pid namespace of its own
 // (CLONE_NEWPID, with CLONE_NEWUSER when not root), in a session of its own.
+// A non-root daemon that made itself non-dumpable (local.MakeNonDumpable,
+// as cmd/dsh-acp does) cannot write the uid_map of a child it forks (the
+// child's /proc files are root's until it execs), so there util-linux
+// unshare(1) makes the user and pid namespaces and forks bwrap as their pid
+// 1; it blocks TERM while it waits, SIGKILLs bwrap if it dies, and dies
+// with the daemon (a parent-death signal armed before its exec). The
+// daemon stays non-dumpable throughout: no window in which a same-user
+// process could open its /proc/PID/mem or environ.
 // Three facts follow:
 //
 //   - When bwrap dies the kernel kills every process below it, whatever
@@ -73,7 +81,8 @@
 //   - A workspace of / makes the whole filesystem writable (hidden and
 //     protected paths aside).
 //   - Where the daemon may not create a user namespace (some AppArmor
-//     policies), the probe fails and only LevelOff is offered.
+//     policies), the probe fails and only LevelOff is offered; so does a
+//     non-root daemon without util-linux unshare(1) (the reason says so).
 //   - On darwin there is no bubblewrap: only LevelOff is offered, with the
 //     reason "no bubblewrap on macOS; the Seatbelt design in
 //     docs/security.md is not built" (sandbox_darwin.go); the bubblewrap

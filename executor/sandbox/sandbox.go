@@ -110,8 +110,12 @@ type Spawner struct {
 	protected []string
 	stateDir  string
 	root      bool
-	why       error // nil when bubblewrap works here
-	log       *zap.Logger
+	// unshare is util-linux unshare(1), the launcher of a non-dumpable
+	// non-root daemon's bwrap ("" with unshareWhy when not found).
+	unshare    string
+	unshareWhy error
+	why        error // nil when bubblewrap works here
+	log        *zap.Logger
 	// probe answers once, on first use (see probed): bwrap, why and,
 	// when no level was asked for, level are set by it and read after it.
 	probeOnce sync.Once
