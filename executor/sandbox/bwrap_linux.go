@@ -120,14 +120,16 @@ func (s *Spawner) spawn(cmd engine.Command, spillDir string) (*process, error) {
 	// bwrap's own cwd does not matter; the command's is --chdir.
 	l.Dir = "/"
 	if l.SysProcAttr, err = s.launcher(l); err != nil {
+		s.places.release(p.Placeholders)
 		l.Discard()
 		return nil, err
 	}
 	lp, err := s.plain.Start(l)
 	if err != nil {
+		s.places.release(p.Placeholders)
 		return nil, fmt.Errorf("%w: %w", executor.ErrSandbox, err)
 	}
-	return &process{Process: lp}, nil
+	return &process{Process: lp, release: func() { s.places.release(p.Placeholders) }}, nil
 }
 
 // launcher makes bwrap pid 1 of a pid namespace of its own: signals the
@@ -201,10 +203,16 @@ func findUnshare() (string, error) {
 type process struct {
 	*local.Process
 	started atomic.Bool // a command was seen running below bwrap (see Signal)
+	release func()      // removes the command's placeholders
 }
 
+// Release implements engine.Process; it also removes the placeholders the
+// command's sandbox held (everything in its pid namespace is gone by now).
 func (p *process) Release() engine.Exit {
 	e := p.Process.Release()
+	if p.release != nil {
+		p.release()
+	}
 	if e.Signal == "" && e.Code > 128 && e.Code <= 128+64 {
 		if name := unix.SignalName(syscall.Signal(e.Code - 128)); name != "" {
 			e.Code, e.Signal = -1, name
