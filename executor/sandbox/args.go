@@ -26,11 +26,11 @@ type plan struct {
 	// Placeholders were made on the host for this command (see
 	// placeholders); not a mount of their own (they are in Protected).
 	Placeholders []string
-	StateDir  string   // hidden, except SpillDir
-	SpillDir  string   // shown read-only
-	Resolv    string   // a resolv.conf target under /run, re-shown at network levels
-	InfoFD    int
-	Argv      []string // the command inside: bash and its arguments
+	StateDir     string // hidden, except SpillDir
+	SpillDir     string // shown read-only
+	Resolv       string // a resolv.conf target under /run, re-shown at network levels
+	InfoFD       int
+	Argv         []string // the command inside: bash and its arguments
 }
 
 // hidden is a credential path and whether it is a directory.
