@@ -78,6 +78,19 @@ var Credentials = []Credential{
 	{"~", ".psql_history", "psql history"},
 }
 
+// String is how docs/security.md names the entry: ~/.ssh,
+// $XDG_CONFIG_HOME/gh, $DOCKER_CONFIG, $CARGO_HOME/credentials.toml.
+func (c Credential) String() string {
+	base := map[string]string{"~": "~", "config": "$XDG_CONFIG_HOME", "data": "$XDG_DATA_HOME"}[c.Base]
+	if base == "" {
+		base = c.Base
+	}
+	if c.Path == "" {
+		return base
+	}
+	return base + "/" + c.Path
+}
+
 // DefaultHidden is Credentials resolved for home and the daemon's
 // environment (os.Getenv): absolute paths, deduplicated, in table order.
 func DefaultHidden(home string) []string {

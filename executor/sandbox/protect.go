@@ -87,8 +87,10 @@ type protection struct {
 // making the placeholders it needs (registered in reg; the caller removes
 // them with reg.release(p.placeholders) once the command ended). extra are
 // other paths inside ws whose parents must not move (hidden paths, other
-// sessions' workspaces).
-func (s *Spawner) protect(ws string, extra []string) protection {
+// sessions' workspaces); others (other sessions' workspaces) are pinned
+// themselves too.
+// newRepo lets an absent .git at ws be created (Spec.AllowNewRepository).
+func (s *Spawner) protect(ws string, extra, others []string, newRepo bool) protection {
 	var p protection
 	pinned := map[string]bool{}
 	pin := func(path string) {
@@ -124,6 +126,9 @@ func (s *Spawner) protect(ws string, extra []string) protection {
 	for _, rel := range s.protected {
 		path := filepath.Join(ws, rel)
 		if rel == ".git" {
+			if _, err := os.Lstat(path); err != nil && newRepo {
+				continue
+			}
 			s.protectRepo(ws, path, &p, pin, entry, pinned)
 			continue
 		}
@@ -143,6 +148,12 @@ func (s *Spawner) protect(ws string, extra []string) protection {
 	for _, e := range extra {
 		if e != ws && within(e, ws) {
 			pin(e)
+		}
+	}
+	for _, o := range others {
+		if o != ws && within(o, ws) && isDir(o) {
+			pin(o)
+			pinned[o] = true
 		}
 	}
 	for d := range pinned {

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/local"
 )
 
 // The protection tests (issue 32 items 1 and 2): each attack runs at level
@@ -204,5 +207,113 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHomeAsWorkspace: with the session at cwd = $HOME, renaming a parent
+// does not uncover a hidden path in the next command (~/.config with gh's
+// token and dsh-acp's key, ~/.local with the state directory, a dotfiles
+// directory ~/.ssh links into, or ~/.ssh re-pointed), and rc files,
+// ~/.local/bin, autostart and dsh-acp's rule file cannot be planted.
+func TestHomeAsWorkspace(t *testing.T) {
+	requireBwrap(t)
+	home := tempDir(t)
+	secret := "secret-" + newMarker()
+	state := mkdir(t, filepath.Join(home, ".local", "state", "dsh-acp"))
+	for _, f := range []string{".config/gh/hosts.yml", ".config/dsh-acp/credentials", ".local/state/dsh-acp/journal", "dotfiles/ssh/id_rsa"} {
+		mkdir(t, filepath.Dir(filepath.Join(home, f)))
+		writeFile(t, filepath.Join(home, f), secret+"\n")
+	}
+	writeFile(t, filepath.Join(home, ".bashrc"), "# mine\n")
+	mkdir(t, filepath.Join(home, ".local", "share"))
+	if err := os.Symlink("dotfiles/ssh", filepath.Join(home, ".ssh")); err != nil {
+		t.Fatal(err)
+	}
+	e := newTestExecutor(t, Config{Home: home, Config: local.Config{StateDir: state}})
+	plant := `mv ~/.config ~/.c; mv ~/.local ~/.l; mv ~/dotfiles ~/d2; mv ~/dotfiles/ssh ~/dotfiles/s2; rm ~/.ssh; ln -s /nonexistent ~/.ssh
+	echo evil >> ~/.bashrc; mkdir -p ~/.local/bin ~/.config/autostart ~/.config/dsh-acp; echo evil > ~/.local/bin/git
+	echo evil > ~/.config/autostart/x.desktop; echo '{"allow":["*"]}' > ~/.config/dsh-acp/permissions.json; echo done`
+	res := run(t, e, executor.LevelWorkspace, home, plant)
+	if !strings.Contains(string(res.Stdout), "done") {
+		t.Fatalf("the plant did not run: %q %q", res.Stdout, res.Stderr)
+	}
+	read := `cat ~/.c/gh/hosts.yml ~/.config/gh/hosts.yml ~/.c/dsh-acp/credentials ~/.config/dsh-acp/credentials ~/.l/state/dsh-acp/journal ` +
+		`~/.local/state/dsh-acp/journal ~/d2/ssh/id_rsa ~/dotfiles/ssh/id_rsa ~/dotfiles/s2/id_rsa ~/.ssh/id_rsa; grep -r secret- ~ 2>/dev/null; true`
+	res = run(t, e, executor.LevelWorkspace, home, read)
+	if strings.Contains(string(res.Combined), secret) {
+		t.Errorf("a hidden secret was read after renames:\n%s", res.Combined)
+	}
+	if got, _ := os.ReadFile(filepath.Join(home, ".bashrc")); string(got) != "# mine\n" {
+		t.Errorf(".bashrc is now %q", got)
+	}
+	for _, p := range []string{".local/bin", ".config/autostart", ".config/dsh-acp/permissions.json", ".c", ".l", "d2"} {
+		if _, err := os.Lstat(filepath.Join(home, p)); err == nil {
+			t.Errorf("%s exists on the host", p)
+		}
+	}
+}
+
+// TestWorkspaceReplaced: a session's cwd inside another session's
+// workspace cannot be swapped for a symlink out: while known it cannot be
+// renamed, and a cwd reached through a symlink made inside another known
+// workspace is refused — no write lands outside.
+func TestWorkspaceReplaced(t *testing.T) {
+	requireBwrap(t)
+	e := newTestExecutor(t, Config{})
+	// On the root filesystem: under /tmp (private in a sandbox) the
+	// symlinks would lead nowhere.
+	outer, outside := varTempDir(t), varTempDir(t)
+	known, unknown := mkdir(t, filepath.Join(outer, "known")), mkdir(t, filepath.Join(outer, "later"))
+	run(t, e, executor.LevelWorkspace, known, "true")
+	res := run(t, e, executor.LevelWorkspace, outer, fmt.Sprintf("mv known k2; ln -s %s known; mv later l2 && ln -s %s later; true", outside, outside))
+	for _, cwd := range []string{known, unknown} {
+		spec, err := e.Resolve(executor.Request{Command: "touch planted", SessionCwd: cwd, Level: executor.LevelWorkspace})
+		if err == nil {
+			_, _ = e.Run(context.Background(), spec, nil)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(outside, "planted")); err == nil {
+		t.Errorf("a write landed outside through a replaced workspace (the swap said %q)", res.Combined)
+	}
+	if fi, err := os.Lstat(known); err != nil || !fi.IsDir() {
+		t.Errorf("the known workspace was replaced: %v", err)
+	}
+}
+
+// varTempDir is a fresh directory under /var/tmp, removed at the end.
+func varTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/var/tmp", "dsh-sandbox-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// TestNewRepositoryAsksFirst: in a workspace without a repository no .git
+// can be created (hooks planted before the user's own git init), unless
+// the run carries the approval of a git init.
+func TestNewRepositoryAsksFirst(t *testing.T) {
+	requireBwrap(t)
+	home := testHome(t)
+	e := newTestExecutor(t, Config{Home: home})
+	ws := tempDir(t)
+	pwn := filepath.Join(t.TempDir(), "pwn")
+	res := run(t, e, executor.LevelWorkspace, ws, plantHook(pwn)+"plant .git/hooks/post-checkout; git init -q; true")
+	if _, err := os.Lstat(filepath.Join(ws, ".git")); err == nil {
+		t.Fatalf("a repository was created unasked: %q", res.Combined)
+	}
+	spec, err := e.Resolve(executor.Request{Command: "git init -q && git status --porcelain | wc -l", SessionCwd: ws, Level: executor.LevelWorkspace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.AllowNewRepository = true
+	approved, err := e.Run(context.Background(), spec, nil)
+	if err != nil || approved.ExitCode != 0 || strings.TrimSpace(string(approved.Stdout)) != "0" {
+		t.Fatalf("the approved git init failed: %v %+v %q", err, approved.ExitCode, approved.Combined)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(ws, ".git", "hooks")); len(entries) > 0 && !strings.HasSuffix(entries[0].Name(), ".sample") {
+		t.Errorf("hooks in the new repository: %v", entries)
 	}
 }

@@ -297,14 +297,14 @@ func (s *Spawner) plan(spec executor.Spec, spillDir string, infoFD int, argv []s
 	if spec.Level.Writable() {
 		// What must not move inside the workspace: the hidden paths, the
 		// state directory and the other sessions' workspaces.
-		extra := others
+		var extra []string
 		for _, h := range p.Hidden {
 			extra = append(extra, h.Path)
 		}
 		if p.StateDir != "" {
 			extra = append(extra, p.StateDir)
 		}
-		prot := s.protect(workspace, extra)
+		prot := s.protect(workspace, extra, others, spec.AllowNewRepository)
 		p.Protected, p.Pins, p.Placeholders = prot.ro, prot.pins, prot.placeholders
 	}
 	if spec.Level.Network() {
