@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -219,4 +221,202 @@ func TestE2ESandboxUnprivileged(t *testing.T) {
 			}
 		}
 	})
+}
+
+// hostGitAs runs git in dir on the host as the daemon's user would (git
+// refuses a repository another user owns, which would hide a plant).
+func (a *attackDaemon) hostGit(dir string, args ...string) string {
+	a.t.Helper()
+	argv := append([]string{"git"}, args...)
+	if a.as == "user" && os.Geteuid() == 0 {
+		argv = append([]string{"setpriv", fmt.Sprintf("--reuid=%d", unprivilegedUID), fmt.Sprintf("--regid=%d", unprivilegedUID), "--clear-groups"}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+a.tree.home, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	out, _ := cmd.CombinedOutput()
+	return string(out)
+}
+
+// gitInit makes a repository with one commit in dir (before the tree is
+// given to the daemon's user).
+func gitInit(t *testing.T, dir string) {
+	t.Helper()
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "first"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_AUTHOR_NAME=t",
+			"GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// treeEntries lists dir's entries (relative), not below .git's top level.
+func treeEntries(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		if rel == "." || (strings.Contains(rel, ".git/") && strings.Count(rel[strings.Index(rel, ".git/"):], "/") > 1) {
+			return nil
+		}
+		if strings.HasSuffix(rel, ".git/index") || strings.HasSuffix(rel, ".git/ORIG_HEAD") || strings.HasSuffix(rel, ".git/COMMIT_EDITMSG") {
+			return nil
+		}
+		out = append(out, rel)
+		return nil
+	})
+	return out
+}
+
+// TestE2ESandboxAttacks runs issue 32's attacks through the real daemon at
+// the default level (workspace), as root and as an ordinary user, each
+// judged by its effect on the host:
+//   - the repository: .git renamed and copied back with a hook and
+//     core.fsmonitor, .git/commondir at a planted git directory, hooks
+//     created where none were, a nested repository's hooks and its parent
+//     renamed, husky's hooks path: a real git status and commit on the host
+//     afterwards run nothing;
+//   - editor, shell and agent files (.zed, .vscode, .envrc, AGENTS.md,
+//     .dsh-acp/permissions.json, .mcp.json) are not created or changed, and
+//     no placeholder is left in the project;
+//   - a session at cwd = $HOME: renaming ~/.config and ~/.local does not
+//     uncover the daemon's stored key, gh's token or the journals in the
+//     next command (the secret never reaches the client), and ~/.bashrc,
+//     ~/.local/bin and dsh-acp's rule file cannot be planted;
+//   - session A replacing session B's cwd (inside A's) by a symlink out:
+//     B's next write does not land outside.
+func TestE2ESandboxAttacks(t *testing.T) {
+	forEachUser(t, func(t *testing.T, as string) {
+		needSandbox(t)
+		tr := newAttackTreeFiles(t, as)
+		a := startAttackDaemonIn(t, as, tr, nil)
+		a.attackRepository(t)
+		a.attackHome(t)
+		a.attackSessionCwd(t)
+	})
+}
+
+// attackTree plus the files the attacks need, owned by the daemon's user.
+func newAttackTreeFiles(t *testing.T, as string) attackTree {
+	t.Helper()
+	tr := newAttackTree(t, "root")
+	gitInit(t, tr.cwd)
+	lib := filepath.Join(tr.cwd, "vendor", "lib")
+	if err := os.MkdirAll(lib, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitInit(t, lib)
+	if err := os.MkdirAll(filepath.Join(tr.cwd, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	secret := attackSecret(tr)
+	files := map[string]string{
+		filepath.Join(tr.config, "dsh-acp", "credentials"): `{"version":1,"apiKey":"` + secret + `","baseURL":"http://127.0.0.1:1"}`,
+		filepath.Join(tr.config, "gh", "hosts.yml"):         "oauth_token: " + secret + "\n",
+		filepath.Join(tr.state, "journal-secret"):           secret + "\n",
+		filepath.Join(tr.home, ".bashrc"):                   "# mine\n",
+		filepath.Join(tr.cwd, "AGENTS.md"):                  "be nice\n",
+	}
+	for p, content := range files {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if as == "user" {
+		if err := os.Chmod(tr.root, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		chownTree(t, tr.home)
+	}
+	return tr
+}
+
+// attackSecret is the secret planted in the tree (its root's name makes it
+// unique).
+func attackSecret(tr attackTree) string { return "secret-" + filepath.Base(tr.root) }
+
+// startAttackDaemonIn starts the daemon in an existing tree.
+func startAttackDaemonIn(t *testing.T, as string, tr attackTree, args []string) *attackDaemon {
+	t.Helper()
+	model := llmtest.New(t)
+	bin := daemonBinary(t)
+	if as == "user" && os.Geteuid() == 0 {
+		bin = wrapperAsUser(t)
+	}
+	env := []string{"HOME=" + tr.home, "XDG_CONFIG_HOME=" + tr.config, "DSH_MODE=auto", "GIT_CONFIG_NOSYSTEM=1"}
+	d := startModelDaemon(t, bin, tr.state, model, args, env...)
+	return &attackDaemon{daemon: d, model: model, tree: tr, as: as}
+}
+
+func (a *attackDaemon) attackRepository(t *testing.T) {
+	ws := a.tree.cwd
+	a.hostGit(ws, "config", "core.hooksPath", ".husky/_")
+	a.hostGit(filepath.Join(ws, "vendor", "lib"), "config", "core.hooksPath", ".git/hooks")
+	before := treeEntries(t, ws)
+	pwn := filepath.Join(a.tree.sibling, "pwn")
+	sid, _ := a.sessionLevel(ws)
+	plant := `plant() { mkdir -p "$(dirname "$1")" && printf '#!/bin/sh\ntouch ` + pwn + `\n' > "$1" && chmod +x "$1"; }
+	mv .git .g; cp -a .g .git2 && mv .git2 .git; plant .git/hooks/post-commit; plant .git/hooks/pre-commit
+	git config core.fsmonitor "touch ` + pwn + `"; cp -a .git evil; git config -f evil/config core.fsmonitor "touch ` + pwn + `"
+	echo "$PWD/evil" > .git/commondir; rm -rf .git/hooks; plant .git/hooks/post-commit
+	plant vendor/lib/.git/hooks/post-commit; mv vendor v2; plant .husky/_/pre-commit; plant .husky/_/post-commit
+	for f in .zed/settings.json .vscode/tasks.json .dsh-acp/permissions.json .claude/settings.json; do mkdir -p "$(dirname $f)"; echo '{"x":1}' > $f; done
+	echo evil > .envrc; echo evil >> AGENTS.md; echo evil > .mcp.json; mv AGENTS.md A.md; true`
+	a.run(sid, plant)
+	for _, dir := range []string{ws, filepath.Join(ws, "vendor", "lib")} {
+		a.hostGit(dir, "status")
+		a.hostGit(dir, "commit", "-q", "--allow-empty", "-m", "after")
+	}
+	if _, err := os.Stat(pwn); err == nil {
+		t.Errorf("as %s: the user's git ran a plant", a.as)
+	}
+	// evil (a copy of .git) is an ordinary write; the rest must be as it was.
+	after := slices.DeleteFunc(treeEntries(t, ws), func(e string) bool { return e == "evil" || strings.HasPrefix(e, "evil/") })
+	if !slices.Equal(before, after) {
+		t.Errorf("as %s: the project changed (a plant or a placeholder left):\nbefore %q\nafter  %q", a.as, before, after)
+	}
+	if got, _ := os.ReadFile(filepath.Join(ws, "AGENTS.md")); string(got) != "be nice\n" {
+		t.Errorf("as %s: AGENTS.md is now %q", a.as, got)
+	}
+}
+
+func (a *attackDaemon) attackHome(t *testing.T) {
+	home, secret := a.tree.home, attackSecret(a.tree)
+	sid, _ := a.sessionLevel(home)
+	a.run(sid, `mv ~/.config ~/.c; mv ~/.local ~/.l; echo evil >> ~/.bashrc; mkdir -p ~/.local/bin ~/.config/dsh-acp ~/.config/autostart
+	echo evil > ~/.local/bin/git; echo '{"allow":["*"]}' > ~/.config/dsh-acp/permissions.json; echo x > ~/.config/autostart/x.desktop; true`)
+	a.run(sid, `cat ~/.c/dsh-acp/credentials ~/.config/dsh-acp/credentials ~/.c/gh/hosts.yml ~/.config/gh/hosts.yml ~/.l/state/dsh-acp/journal-secret ~/.local/state/dsh-acp/journal-secret; grep -rs secret- ~; true`)
+	for _, u := range a.Updates(sid) {
+		if strings.Contains(string(u), secret) {
+			t.Errorf("as %s: a secret reached the client: %s", a.as, u)
+			break
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(home, ".bashrc")); string(got) != "# mine\n" {
+		t.Errorf("as %s: .bashrc is now %q", a.as, got)
+	}
+	for _, p := range []string{".local/bin", ".config/dsh-acp/permissions.json", ".config/autostart", ".c", ".l"} {
+		mustNotExist(t, filepath.Join(home, p), "as "+a.as)
+	}
+}
+
+func (a *attackDaemon) attackSessionCwd(t *testing.T) {
+	outer := a.tree.cwd
+	inner := filepath.Join(outer, "sub")
+	b, _ := a.sessionLevel(inner)
+	a.run(b, "true")
+	sa, _ := a.sessionLevel(outer)
+	a.run(sa, "mv sub s2; ln -s "+a.tree.sibling+" sub; true")
+	a.run(b, "touch planted-through-cwd; true")
+	mustNotExist(t, filepath.Join(a.tree.sibling, "planted-through-cwd"), "as "+a.as+": a write through a replaced session cwd")
 }
