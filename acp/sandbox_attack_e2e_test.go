@@ -319,10 +319,10 @@ func newAttackTreeFiles(t *testing.T, as string) attackTree {
 	secret := attackSecret(tr)
 	files := map[string]string{
 		filepath.Join(tr.config, "dsh-acp", "credentials"): `{"version":1,"apiKey":"` + secret + `","baseURL":"http://127.0.0.1:1"}`,
-		filepath.Join(tr.config, "gh", "hosts.yml"):         "oauth_token: " + secret + "\n",
-		filepath.Join(tr.state, "journal-secret"):           secret + "\n",
-		filepath.Join(tr.home, ".bashrc"):                   "# mine\n",
-		filepath.Join(tr.cwd, "AGENTS.md"):                  "be nice\n",
+		filepath.Join(tr.config, "gh", "hosts.yml"):        "oauth_token: " + secret + "\n",
+		filepath.Join(tr.state, "journal-secret"):          secret + "\n",
+		filepath.Join(tr.home, ".bashrc"):                  "# mine\n",
+		filepath.Join(tr.cwd, "AGENTS.md"):                 "be nice\n",
 	}
 	for p, content := range files {
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
