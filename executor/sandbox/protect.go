@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 )
 
 // The protected set: what stays read-only inside a writable workspace
@@ -286,89 +284,6 @@ func hooksPath(ws string) string {
 		}
 	}
 	return ""
-}
-
-// placeholders are the entries the daemon made for absent protected
-// names, counted per command using them: two commands in the same
-// workspace share one, and it is removed when the last ends.
-type placeholders struct {
-	mu   sync.Mutex
-	held map[string]*placeholder
-}
-
-type placeholder struct {
-	n        int
-	dev, ino uint64
-	dir      bool
-	size     int64
-}
-
-// make creates (or shares) the placeholder for the absent path; false when
-// it could not be made.
-func (ps *placeholders) make(path string, name protectedName) bool {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if h := ps.held[path]; h != nil {
-		h.n++
-		return true
-	}
-	var err error
-	if name.dir {
-		err = os.Mkdir(path, 0o755)
-	} else {
-		var f *os.File
-		if f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
-			_, err = f.WriteString(name.content)
-			f.Close()
-		}
-	}
-	if err != nil {
-		return false
-	}
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return false
-	}
-	st := fi.Sys().(*syscall.Stat_t)
-	if ps.held == nil {
-		ps.held = map[string]*placeholder{}
-	}
-	ps.held[path] = &placeholder{n: 1, dev: uint64(st.Dev), ino: st.Ino, dir: name.dir, size: fi.Size()}
-	return true
-}
-
-// release drops one use of each path and removes those no command uses
-// any more — only while each is still the entry the daemon made, as it
-// made it (the same inode; an empty directory, or a file of the size it
-// was made with): whatever someone outside put there since is left alone.
-// (Inside the sandbox the placeholder is a read-only mount point: the
-// command can neither fill nor replace it.)
-func (ps *placeholders) release(paths []string) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	for _, path := range paths {
-		h := ps.held[path]
-		if h == nil {
-			continue
-		}
-		if h.n--; h.n > 0 {
-			continue
-		}
-		delete(ps.held, path)
-		fi, err := os.Lstat(path)
-		if err != nil {
-			continue
-		}
-		st := fi.Sys().(*syscall.Stat_t)
-		if uint64(st.Dev) != h.dev || st.Ino != h.ino {
-			continue
-		}
-		if h.dir {
-			_ = syscall.Rmdir(path) // fails unless empty
-		} else if fi.Mode().IsRegular() && fi.Size() == h.size {
-			_ = os.Remove(path)
-		}
-	}
 }
 
 // errReplaced is the reason a workspace is refused when it no longer is the

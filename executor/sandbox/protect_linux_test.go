@@ -317,3 +317,27 @@ func TestNewRepositoryAsksFirst(t *testing.T) {
 		t.Errorf("hooks in the new repository: %v", entries)
 	}
 }
+
+// TestPlaceholdersOfAKilledDaemon: a daemon SIGKILLed during a command
+// leaves its placeholders; the next daemon on the same state directory
+// removes them at its first use, and nothing of the user's.
+func TestPlaceholdersOfAKilledDaemon(t *testing.T) {
+	requireBwrap(t)
+	state, home, ws := t.TempDir(), testHome(t), tempDir(t)
+	h := startHelperAs(t, nil, os.Args[0], "start", "sleep 100", state, home, ws)
+	h.waitLine(t, "started")
+	if _, err := os.Stat(filepath.Join(ws, ".zed")); err != nil {
+		t.Fatalf("no placeholder while the command runs: %v", err)
+	}
+	h.kill()
+	left := listTree(t, ws)
+	if len(left) == 0 {
+		t.Fatal("the killed daemon left nothing to sweep")
+	}
+	mkdir(t, filepath.Join(ws, ".vscode", "mine")) // the user's, made since: kept
+	e := newTestExecutor(t, Config{Home: home, Config: local.Config{StateDir: state}})
+	run(t, e, executor.LevelReadOnly, ws, "true")
+	if got := listTree(t, ws); !slices.Equal(got, []string{".vscode", ".vscode/mine"}) {
+		t.Errorf("after the sweep the project holds %q (the killed daemon left %q)", got, left)
+	}
+}

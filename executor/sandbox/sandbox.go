@@ -182,6 +182,7 @@ func NewSpawner(cfg Config) (*Spawner, error) {
 		s.configDir = ConfigDir(home, os.Getenv)
 	}
 	s.workspaces, s.seenHidden = map[string]wsID{}, map[string]bool{}
+	s.places.init(s.stateDir)
 	if s.scratch == nil && home != "" {
 		s.scratch = DefaultScratch(home)
 	}
@@ -193,6 +194,7 @@ func NewSpawner(cfg Config) (*Spawner, error) {
 // answered.
 func (s *Spawner) probed() {
 	s.probeOnce.Do(func() {
+		s.places.sweep() // a killed daemon's placeholders
 		s.why = s.detect(s.detectArg)
 		if !s.explicit {
 			s.level = executor.LevelWorkspace
