@@ -99,7 +99,7 @@ func remoteHidden() []string {
 	return out
 }
 
-// shq single-quotes s for bash (” for the empty string).
+// shq single-quotes s for bash (a pair of quotes for the empty string).
 func shq(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
