@@ -13,18 +13,18 @@ import (
 
 // placeholders are the entries the daemon made for absent protected
 // names, counted per command using them: two commands in the same
-// workspace share one, and it is removed when the last ends. Each is also
-// recorded in a file of the state directory (records), named after the
-// daemon (pid and start time), so that one a killed daemon left behind is
-// removed by the next daemon's sweep — and only once its maker is gone,
-// since a placeholder removed under a running sandbox would free its name
-// there.
+// workspace share one, and it is removed when the last ends. Those held
+// are also recorded in one file of the state directory, named after the
+// daemon (pid and start time) and rewritten when the set changes, so that
+// one a killed daemon left behind is removed by the next daemon's sweep —
+// and only once its maker is gone, since a placeholder removed under a
+// running sandbox would free its name there.
 type placeholders struct {
 	mu      sync.Mutex
 	held    map[string]*placeholder
 	records string // the record directory; "" records nothing
 	owner   string // this daemon: "PID-STARTTIME"
-	n       int    // records made, for their names
+	dirty   bool   // held changed since the record was written
 }
 
 type placeholder struct {
@@ -32,7 +32,6 @@ type placeholder struct {
 	dev, ino uint64
 	dir      bool
 	size     int64
-	record   string // its record file, "" when none
 }
 
 // placeholderRecords is the state directory's subdirectory of records.
@@ -74,32 +73,46 @@ func (ps *placeholders) make(path string, name protectedName) bool {
 	if ps.held == nil {
 		ps.held = map[string]*placeholder{}
 	}
-	h := &placeholder{n: 1, dev: uint64(st.Dev), ino: st.Ino, dir: name.dir, size: fi.Size()}
-	h.record = ps.writeRecord(path, h)
-	ps.held[path] = h
+	ps.held[path] = &placeholder{n: 1, dev: uint64(st.Dev), ino: st.Ino, dir: name.dir, size: fi.Size()}
+	ps.dirty = true
 	return true
 }
 
-// writeRecord records h at path; it returns the record's file, or "".
-func (ps *placeholders) writeRecord(path string, h *placeholder) string {
-	if ps.records == "" {
-		return ""
+// record writes the held set to this daemon's record file (removed when
+// none is held), if it changed: one line per placeholder, "DEV INO DIR
+// SIZE PATH". Called once per command start and end.
+func (ps *placeholders) record() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if !ps.dirty || ps.records == "" {
+		return
+	}
+	ps.dirty = false
+	file := filepath.Join(ps.records, ps.owner)
+	if len(ps.held) == 0 {
+		os.Remove(file)
+		return
+	}
+	var b strings.Builder
+	for path, h := range ps.held {
+		fmt.Fprintf(&b, "%d %d %t %d %s\n", h.dev, h.ino, h.dir, h.size, path)
 	}
 	if err := os.MkdirAll(ps.records, 0o700); err != nil {
-		return ""
+		return
 	}
-	ps.n++
-	file := filepath.Join(ps.records, fmt.Sprintf("%s.%d", ps.owner, ps.n))
-	data := fmt.Sprintf("%d %d %t %d\n%s", h.dev, h.ino, h.dir, h.size, path)
-	if err := os.WriteFile(file, []byte(data), 0o600); err != nil {
-		return ""
+	tmp := file + ".tmp"
+	if os.WriteFile(tmp, []byte(b.String()), 0o600) == nil {
+		_ = os.Rename(tmp, file)
 	}
-	return file
 }
 
 // release drops one use of each path and removes those no command uses
-// any more (see remove).
+// any more (see remove), then updates the record.
 func (ps *placeholders) release(paths []string) {
+	if len(paths) == 0 {
+		return
+	}
+	defer ps.record()
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	for _, path := range paths {
@@ -111,6 +124,7 @@ func (ps *placeholders) release(paths []string) {
 			continue
 		}
 		delete(ps.held, path)
+		ps.dirty = true
 		h.remove(path)
 	}
 }
@@ -119,14 +133,8 @@ func (ps *placeholders) release(paths []string) {
 // the daemon made, as it made it (the same inode; an empty directory, or a
 // file of the size it was made with): whatever someone outside put there
 // since is left alone. (Inside the sandbox the placeholder is a read-only
-// mount point: the command can neither fill nor replace it.) Its record
-// goes too.
+// mount point: the command can neither fill nor replace it.)
 func (h *placeholder) remove(path string) {
-	defer func() {
-		if h.record != "" {
-			os.Remove(h.record)
-		}
-	}()
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return
@@ -143,15 +151,15 @@ func (h *placeholder) remove(path string) {
 }
 
 // sweep removes the placeholders recorded by daemons no longer running
-// (killed during a command), as release would have.
+// (killed during a command), as release would have, and their records.
 func (ps *placeholders) sweep() {
 	entries, err := os.ReadDir(ps.records)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		owner, _, ok := strings.Cut(e.Name(), ".")
-		if !ok || owner == ps.owner || ownerAlive(owner) {
+		owner := strings.TrimSuffix(e.Name(), ".tmp")
+		if owner == ps.owner || ownerAlive(owner) {
 			continue
 		}
 		file := filepath.Join(ps.records, e.Name())
@@ -159,13 +167,18 @@ func (ps *placeholders) sweep() {
 		if err != nil {
 			continue
 		}
-		head, path, _ := strings.Cut(string(b), "\n")
-		h := &placeholder{record: file}
-		if _, err := fmt.Sscanf(head, "%d %d %t %d", &h.dev, &h.ino, &h.dir, &h.size); err != nil || !filepath.IsAbs(path) {
-			os.Remove(file)
-			continue
+		for _, line := range strings.Split(string(b), "\n") {
+			var h placeholder
+			var path string
+			if n, _ := fmt.Sscanf(line, "%d %d %t %d %s", &h.dev, &h.ino, &h.dir, &h.size, &path); n != 5 {
+				continue
+			}
+			// The path is the rest of the line (it may hold spaces).
+			if f := strings.SplitN(line, " ", 5); len(f) == 5 && filepath.IsAbs(f[4]) {
+				h.remove(f[4])
+			}
 		}
-		h.remove(path)
+		os.Remove(file)
 	}
 }
 

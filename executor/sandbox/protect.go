@@ -3,11 +3,11 @@ package sandbox
 import (
 	"bufio"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // The protected set: what stays read-only inside a writable workspace
@@ -70,9 +70,15 @@ type protectedName struct {
 	content string
 }
 
-// nestedWalkLimit bounds the directories the search for nested
-// repositories visits per command; a repository past it is not found.
-const nestedWalkLimit = 20000
+// The search for nested repositories is breadth first, at most
+// nestedDepth directories deep and nestedWalkLimit directories wide, skips
+// node_modules, and its answer is reused for nestedTTL per workspace: it
+// runs before every command, and a workspace such as $HOME is large.
+const (
+	nestedWalkLimit = 3000
+	nestedDepth     = 4
+	nestedTTL       = 30 * time.Second
+)
 
 // protection is what one sandbox protects inside its writable workspace.
 type protection struct {
@@ -137,7 +143,7 @@ func (s *Spawner) protect(ws string, extra, others []string, newRepo bool) prote
 			entry(filepath.Join(s.home, rel), protectedName{name: rel, dir: true})
 		}
 	}
-	for _, nested := range nestedRepos(ws, nestedWalkLimit) {
+	for _, nested := range s.nested(ws) {
 		s.protectRepo(ws, nested, &p, pin, entry, pinned)
 	}
 	if hp := hooksPath(ws); hp != "" {
@@ -154,6 +160,7 @@ func (s *Spawner) protect(ws string, extra, others []string, newRepo bool) prote
 			pinned[o] = true
 		}
 	}
+	s.places.record()
 	for d := range pinned {
 		p.pins = append(p.pins, d)
 	}
@@ -220,36 +227,56 @@ func gitdirOf(file string) string {
 	return r
 }
 
-// nestedRepos finds the .git entries below ws (not ws/.git itself), visiting
-// at most limit directories and not descending into git directories.
+// nestedRepos finds the .git entries below ws (not ws/.git itself), breadth
+// first within the bounds above, not descending into git directories.
 func nestedRepos(ws string, limit int) []string {
 	var out []string
-	n := 0
-	_ = filepath.WalkDir(ws, func(path string, d fs.DirEntry, err error) error {
+	type dir struct {
+		path  string
+		depth int
+	}
+	queue := []dir{{ws, 0}}
+	for n := 0; len(queue) > 0 && n < limit; n++ {
+		d := queue[0]
+		queue = queue[1:]
+		entries, err := os.ReadDir(d.path)
 		if err != nil {
-			if d != nil && d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
+			continue
 		}
-		if d.Name() == ".git" && path != filepath.Join(ws, ".git") {
-			out = append(out, path)
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			if path == filepath.Join(ws, ".git") {
-				return fs.SkipDir
-			}
-			if n++; n > limit {
-				return fs.SkipAll
+		for _, e := range entries {
+			p := filepath.Join(d.path, e.Name())
+			switch {
+			case e.Name() == ".git":
+				if d.depth > 0 {
+					out = append(out, p)
+				}
+			case e.IsDir() && e.Name() != "node_modules" && d.depth+1 < nestedDepth:
+				queue = append(queue, dir{p, d.depth + 1})
 			}
 		}
-		return nil
-	})
+	}
 	return out
+}
+
+// nested is nestedRepos for ws, reused for nestedTTL.
+func (s *Spawner) nested(ws string) []string {
+	s.mu.Lock()
+	c, ok := s.nestedCache[ws]
+	s.mu.Unlock()
+	if ok && time.Since(c.at) < nestedTTL {
+		return c.repos
+	}
+	repos := nestedRepos(ws, nestedWalkLimit)
+	s.mu.Lock()
+	s.nestedCache[ws] = nestedFound{repos: repos, at: time.Now()}
+	s.mu.Unlock()
+	return repos
+}
+
+// nestedFound is one search's answer.
+type nestedFound struct {
+	repos []string
+	at    time.Time
 }
 
 // hooksPath is the hooks directory ws's repository configures

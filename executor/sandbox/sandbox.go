@@ -117,6 +117,9 @@ type Spawner struct {
 	// seenHidden are the hidden paths as resolved before: hidden still,
 	// even after a symlink leading to one was changed.
 	seenHidden map[string]bool
+	// nestedCache is the last search for nested repositories per
+	// workspace (see nested).
+	nestedCache map[string]nestedFound
 	// probe answers once, on first use (see probed): bwrap, why and,
 	// when no level was asked for, level are set by it and read after it.
 	probeOnce sync.Once
@@ -181,7 +184,7 @@ func NewSpawner(cfg Config) (*Spawner, error) {
 	if home != "" {
 		s.configDir = ConfigDir(home, os.Getenv)
 	}
-	s.workspaces, s.seenHidden = map[string]wsID{}, map[string]bool{}
+	s.workspaces, s.seenHidden, s.nestedCache = map[string]wsID{}, map[string]bool{}, map[string]nestedFound{}
 	s.places.init(s.stateDir)
 	if s.scratch == nil && home != "" {
 		s.scratch = DefaultScratch(home)
@@ -390,6 +393,9 @@ func (s *Spawner) hiddenNow() []hidden {
 		}
 	}
 	for _, h := range paths {
+		if _, err := os.Lstat(h); err != nil {
+			continue // most of the list is absent: one lstat each
+		}
 		if r, ok := resolveExisting(h); ok {
 			s.seenHidden[r] = true
 			add(r)
