@@ -15,13 +15,33 @@
 // without the network unless the level has it, the host's root read-only, a
 // fresh /dev, its own /proc (so no /proc/<pid>/environ of the daemon, even
 // for root), a private /tmp and /run (no agent or docker sockets), HOME
-// read-only, ~/.cache (and $GOCACHE) as empty throwaway space, the
-// credential paths of Config.Hidden hidden (directories empty, files
-// unopenable), and the state directory
-// hidden except the calling session's spill directory, shown read-only so a
-// result's full-output path can be read. The workspace (the session cwd) is
-// writable at the workspace levels and read-only at LevelReadOnly; inside
-// it .git/hooks, .git/config and .dsh-acp stay read-only (Config.Protected).
+// read-only, ~/.cache (and $GOCACHE) as empty throwaway space, the hidden
+// list (Config.Hidden, by default the Credentials table, following the
+// tools' variables) hidden — directories empty, files unopenable — and the
+// state directory and dsh-acp's config directory hidden except the calling
+// session's spill directory, shown read-only so a result's full-output path
+// can be read. The workspace (the session cwd) is writable at the workspace
+// levels and read-only at LevelReadOnly.
+//
+// # Protection by construction (protect.go)
+//
+// Inside a writable workspace the protected set (Config.Protected, by
+// default DefaultProtected, plus HomeProtected when the home is inside it,
+// plus git's program-naming entries of every repository found) is held for
+// the whole command whatever the command does: existing entries are
+// read-only bind mounts of themselves (a mount point cannot be renamed,
+// replaced or unlinked), absent ones get a placeholder mounted the same way
+// and removed afterwards only while untouched (placeholders.go; a killed
+// daemon's are swept by the next), and every directory between the
+// workspace and an entry or a hidden path is bound onto itself, so no
+// parent can be moved away. A workspace that no longer is the directory it
+// was, or that is reached through a symlink inside another known
+// workspace, is refused; other known workspaces inside this one are pinned.
+// An absent .git is kept from being created unless the run carries
+// executor.Spec.AllowNewRepository (an approved git init).
+//
+// RemoteWrapper builds the same levels on an ssh host (executor/ssh), with
+// the protected set's existing entries only.
 //
 // # No survivor, no window at start
 //
@@ -80,6 +100,17 @@
 //     workspace under /tmp, /run or a hidden path does not exist there.
 //   - A workspace of / makes the whole filesystem writable (hidden and
 //     protected paths aside).
+//   - Nested repositories are found by a bounded search (4 deep, 3 000
+//     directories, not node_modules, reused for 30 s); one created during
+//     a command, or past the bounds, is not protected.
+//   - A file hard-linked from outside the workspace (pnpm's store) is
+//     written through its workspace name.
+//   - Placeholders show on the host while a command runs; git operations
+//     that write protected entries (git config, worktree add, submodule
+//     update, a checkout changing .vscode/ or AGENTS.md) fail at the
+//     workspace levels.
+//   - A hidden path reached through a symlink is remembered at its target
+//     for the daemon's life only.
 //   - Where the daemon may not create a user namespace (some AppArmor
 //     policies), the probe fails and only LevelOff is offered; so does a
 //     non-root daemon without util-linux unshare(1) (the reason says so).
