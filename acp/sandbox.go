@@ -134,11 +134,15 @@ func (ss *session) startSandbox(state map[string]json.RawMessage, isNew bool) {
 	}
 }
 
-// unsandboxedText tells the user commands run without a sandbox, and why.
+// unsandboxedText tells the user commands run without a sandbox, and why;
+// installing bubblewrap is suggested only when it is what is missing.
 func unsandboxedText(why error) string {
-	return fmt.Sprintf("Commands in this session run without a sandbox, with your own access to files and the network: %s. "+
-		"Install bubblewrap (Debian/Ubuntu: apt install bubblewrap) and restart the agent to confine them; see docs/security.md.\n\n",
-		sandboxReason(why))
+	reason := sandboxReason(why)
+	fix := "See docs/security.md for what confining them needs."
+	if strings.Contains(reason, "not found") {
+		fix = "Install what is missing (Debian/Ubuntu: apt install bubblewrap util-linux) and restart the agent to confine them; see docs/security.md."
+	}
+	return fmt.Sprintf("Commands in this session run without a sandbox, with your own access to files and the network: %s. %s\n\n", reason, fix)
 }
 
 // sandboxReason is why's text without the ErrSandbox prefix.

@@ -118,6 +118,11 @@ type Spec struct {
 	Workspace string
 	Stdin     []byte
 	Env       map[string]string
+	// AllowNewRepository lets a confined command create a git repository
+	// at the workspace root where there is none (the user approved a `git
+	// init`; see permission.Verdict.CreatesRepository). Otherwise the
+	// sandbox keeps the name .git from being created there.
+	AllowNewRepository bool
 }
 
 // Stream names where a chunk of output came from.

@@ -15,8 +15,9 @@ import (
 
 // newExecutor builds the executor --executor names: the local one (inside
 // bubblewrap at the --sandbox level), or the ssh one for an ssh:// address
-// (commands run unconfined on the host: no sandbox levels there yet) (it logs in with --ssh-identity or the
-// daemon's ssh-agent, and connects at the first command).
+// (commands run at off unless a level is chosen, then inside the host's
+// bubblewrap) (it logs in with --ssh-identity or the daemon's ssh-agent, and
+// connects at the first command).
 //
 // The local one is built on first use (see lazyExecutor), off the path to
 // the initialize reply; only bash is looked up now, so a daemon that could

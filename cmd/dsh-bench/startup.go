@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
@@ -86,45 +87,79 @@ func sessionRSS(h *harness) (int64, error) {
 	return peakRSS(a.cmd.Process.Pid)
 }
 
-// callRows: a `!true` prompt → its reply (after the final card), against
-// `bash -c true` spawned directly.
+// callRows: a typed `!true` through the daemon, from prompt to final card.
+// Where bubblewrap can confine commands (the default path: level
+// workspace) it is measured sandboxed, paired with a bare `bwrap … bash -c
+// true` with the same namespaces and mounts; beside it, unsandboxed, paired
+// with a bare `bash -c true`.
 func callRows(h *harness) ([]row, error) {
-	a, err := h.spawn()
+	var rows []row
+	if bwrapArgs, why := bareBwrap(h.work); why == nil {
+		p, err := h.callPairs("workspace", func() error { return exec.Command("bwrap", bwrapArgs...).Run() })
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, ratioRow("per call, sandboxed (!true → final card; vs bare bwrap … bash -c true)", "ms", p, 1.2, false))
+	} else {
+		fmt.Fprintf(os.Stderr, "dsh-bench: no sandboxed per-call row: %v\n", why)
+	}
+	p, err := h.callPairs("off", func() error { return exec.Command("bash", "-c", "true").Run() })
 	if err != nil {
 		return nil, err
+	}
+	return append(rows, ratioRow("per call, unsandboxed (!true → final card; vs bash -c true)", "ms", p, 1.2, false)), nil
+}
+
+// callPairs times `!true` through a daemon at sandbox level against direct,
+// run by run.
+func (h *harness) callPairs(level string, direct func() error) (pairs, error) {
+	a, err := h.spawn("DSH_SANDBOX=" + level)
+	if err != nil {
+		return pairs{}, err
 	}
 	defer a.close()
 	if err := a.initialize(); err != nil {
-		return nil, err
+		return pairs{}, err
 	}
 	sid, err := a.newSession(h.work)
 	if err != nil {
-		return nil, err
+		return pairs{}, err
 	}
-	direct := func() (float64, error) {
+	bare := func() (float64, error) {
 		start := time.Now()
-		err := exec.Command("bash", "-c", "true").Run()
+		err := direct()
 		return ms(time.Since(start)), err
 	}
 	daemon := func() (float64, error) {
 		start := time.Now()
-		finals := 0
+		finals, failed := 0, false
 		_, err := a.prompt(sid, "!true", func(line []byte) {
 			if bytes.Contains(line, []byte(`"terminal_exit"`)) {
 				finals++
+				failed = failed || !bytes.Contains(line, []byte(`"exit_code":0`))
 			}
 		})
 		d := ms(time.Since(start))
-		if err == nil && finals != 1 {
-			err = fmt.Errorf("!true produced %d final cards, want 1", finals)
+		if err == nil && (finals != 1 || failed) {
+			err = fmt.Errorf("!true at %s produced %d final cards (failed %v), want 1 that succeeded", level, finals, failed)
 		}
 		return d, err
 	}
-	p, err := pair(h.opt.runs*4, daemon, direct)
-	if err != nil {
-		return nil, err
+	return pair(h.opt.runs*4, daemon, bare)
+}
+
+// bareBwrap is the bwrap command line of a sandbox like the daemon's at
+// level workspace in ws (its namespaces, read-only root, fresh /dev, /proc,
+// /tmp and /run, the workspace writable), and whether it runs here.
+func bareBwrap(ws string) ([]string, error) {
+	args := []string{"--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		"--unshare-user", "--disable-userns", "--cap-drop", "ALL", "--unshare-net",
+		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run",
+		"--bind", ws, ws, "--chdir", ws, "--", "bash", "-c", "true"}
+	if out, err := exec.Command("bwrap", args...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("bwrap cannot run here: %v %s", err, bytes.TrimSpace(out))
 	}
-	return []row{ratioRow("per call (!true → final card)", "ms", p, 1.2, false)}, nil
+	return args, nil
 }
 
 // shutdownRows: stdin EOF → exit while `sleep 600` runs, against EOF →

@@ -8,9 +8,21 @@ import (
 )
 
 // deniedNameParts are matched case-insensitively anywhere in a variable name.
+// WEBHOOK (a Slack or Discord webhook URL is its own credential) and
+// CONNECTION_STRING (Azure's, which embed an account key) joined them in
+// issue 32.
 var deniedNameParts = []string{
 	"KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "PRIVATE",
+	"WEBHOOK", "CONNECTION_STRING",
 }
+
+// deniedNames are names dropped exactly: session keys and passwords whose
+// names say nothing of what they hold (Bitwarden's BW_SESSION, MySQL's
+// MYSQL_PWD, libpq's PGPASS, ssh's agent socket, a database URL).
+var deniedNames = []string{"DATABASE_URL", "SSH_AUTH_SOCK", "BW_SESSION", "MYSQL_PWD", "PGPASS"}
+
+// deniedNamePrefixes are name prefixes dropped: 1Password's OP_SESSION_<account>.
+var deniedNamePrefixes = []string{"OP_SESSION_"}
 
 // tokenPrefixes mark values that look like API keys or tokens. A '?' matches
 // any one byte. A prefix counts only at the start of a word and when at least
@@ -43,8 +55,10 @@ var nonInteractiveEnv = []string{
 //   - its value contains any non-empty string in secrets (even if allowed);
 //   - its name is not in allow (exact match) and either the name contains
 //     KEY, SECRET, TOKEN, PASSWORD, PASSWD, CREDENTIAL, AUTH, COOKIE or
-//     PRIVATE (case-insensitive substring, any characters including '/'),
-//     ends in _DSN, or is DATABASE_URL or SSH_AUTH_SOCK; or the value carries
+//     PRIVATE, WEBHOOK or CONNECTION_STRING (case-insensitive substring, any
+//     characters including '/'), ends in _DSN or _PWD, starts with
+//     OP_SESSION_, or is DATABASE_URL, SSH_AUTH_SOCK, BW_SESSION, MYSQL_PWD
+//     or PGPASS; or the value carries
 //     a credential (URL userinfo "://user:pass@", a PEM block "-----BEGIN",
 //     or a token prefix sk-, ghp_, github_pat_, glpat-, xox?-, AKIA, AIza
 //     followed by a long token).
@@ -80,7 +94,12 @@ func deniedName(name string) bool {
 			return true
 		}
 	}
-	return strings.HasSuffix(f, "_DSN") || f == "DATABASE_URL" || f == "SSH_AUTH_SOCK"
+	for _, p := range deniedNamePrefixes {
+		if strings.HasPrefix(f, p) {
+			return true
+		}
+	}
+	return strings.HasSuffix(f, "_DSN") || strings.HasSuffix(f, "_PWD") || slices.Contains(deniedNames, f)
 }
 
 // foldName upper-cases ASCII letters and maps every rune whose Unicode case

@@ -29,6 +29,15 @@ func TestScrubEnv(t *testing.T) {
 		{"SENTRY_DSN=https://x@sentry.io/1", false},
 		{"sentry_dsn=x", false},
 		{"DATABASE_URL=postgres://db/x", false},
+		// Issue 32's names that say nothing of a secret.
+		{"BW_SESSION=x", false},
+		{"OP_SESSION_my=x", false},
+		{"MYSQL_PWD=x", false},
+		{"PGPASS=x", false},
+		{"AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=https", false},
+		{"SLACK_WEBHOOK_URL=https://hooks.slack.com/services/T/B/x", false},
+		{"PWD=/home/u", true},
+		{"OLDPWD=/home/u", true},
 		{"\u017fecret=x", false}, // long s folds to S
 		{"\u212aEY=x", false},    // Kelvin sign folds to K
 		{"PROXY=http://user:pass@proxy:3128", false},
@@ -74,7 +83,7 @@ func TestMergeEnv(t *testing.T) {
 }
 
 // deniedNameOracle is the specification, written independently of deniedName.
-var deniedNameOracle = regexp.MustCompile(`(?i)KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|PRIVATE|_DSN$|^DATABASE_URL$|^SSH_AUTH_SOCK$`)
+var deniedNameOracle = regexp.MustCompile(`(?i)KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|PRIVATE|WEBHOOK|CONNECTION_STRING|_DSN$|_PWD$|^OP_SESSION_|^DATABASE_URL$|^SSH_AUTH_SOCK$|^BW_SESSION$|^MYSQL_PWD$|^PGPASS$`)
 
 const fuzzSecret = "daemon-api-key-value"
 

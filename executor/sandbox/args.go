@@ -18,12 +18,19 @@ type plan struct {
 	Home      string   // shown read-only
 	Scratch   []string // throwaway writable directories (tmpfs), e.g. ~/.cache
 	Hidden    []hidden // shown empty
-	Protected []string // read-only even inside the workspace
-	StateDir  string   // hidden, except SpillDir
-	SpillDir  string   // shown read-only
-	Resolv    string   // a resolv.conf target under /run, re-shown at network levels
-	InfoFD    int
-	Argv      []string // the command inside: bash and its arguments
+	Protected []string // read-only even inside the workspace (entries and placeholders)
+	// Pins are directories inside the workspace bound onto themselves,
+	// shallowest first: writable still, but a mount point cannot be
+	// renamed or removed (see protect.go).
+	Pins []string
+	// Placeholders were made on the host for this command (see
+	// placeholders); not a mount of their own (they are in Protected).
+	Placeholders []string
+	StateDir     string // hidden, except SpillDir
+	SpillDir     string // shown read-only
+	Resolv       string // a resolv.conf target under /run, re-shown at network levels
+	InfoFD       int
+	Argv         []string // the command inside: bash and its arguments
 }
 
 // hidden is a credential path and whether it is a directory.
@@ -34,9 +41,9 @@ type hidden struct {
 
 // args returns bwrap's arguments (without argv[0]) for p. The order
 // matters: later mounts cover earlier ones, so the workspace comes after
-// the throwaway /tmp (a workspace under /tmp stays visible) and the hidden
-// and protected paths come after the workspace (a workspace holding ~/.ssh
-// or .git/hooks does not show or free them).
+// the throwaway /tmp (a workspace under /tmp stays visible), the pins come
+// after the workspace, and the hidden and protected paths after the pins
+// (a workspace holding ~/.ssh or .git/hooks does not show or free them).
 func args(p plan) []string {
 	a := []string{
 		// The kernel ends every process of the sandbox when its pid 1
@@ -75,6 +82,11 @@ func args(p plan) []string {
 	if p.Workspace == "/" {
 		// Binding / again re-showed the host's /dev, /proc, /tmp and /run.
 		a = append(a, "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run")
+	}
+	// Pins before what they hold: a later bind of a parent would cover
+	// the mounts below it.
+	for _, d := range p.Pins {
+		a = append(a, "--bind", d, d)
 	}
 	for _, h := range p.Hidden {
 		if h.Dir {

@@ -25,6 +25,9 @@ func (s *Spawner) detect(name string) error {
 	if s.bwrap, err = findBwrap(name); err != nil {
 		return err
 	}
+	if !s.root {
+		s.unshare, s.unshareWhy = findUnshare()
+	}
 	return s.probe()
 }
 
@@ -116,27 +119,82 @@ func (s *Spawner) spawn(cmd engine.Command, spillDir string) (*process, error) {
 	l.Path, l.Args = s.bwrap, append([]string{"bwrap"}, args(p)...)
 	// bwrap's own cwd does not matter; the command's is --chdir.
 	l.Dir = "/"
-	l.SysProcAttr = s.sysProcAttr()
+	if l.SysProcAttr, err = s.launcher(l); err != nil {
+		s.places.release(p.Placeholders)
+		l.Discard()
+		return nil, err
+	}
 	lp, err := s.plain.Start(l)
 	if err != nil {
+		s.places.release(p.Placeholders)
 		return nil, fmt.Errorf("%w: %w", executor.ErrSandbox, err)
 	}
-	return &process{Process: lp}, nil
+	return &process{Process: lp, release: func() { s.places.release(p.Placeholders) }}, nil
 }
 
-// sysProcAttr makes bwrap pid 1 of a pid namespace of its own: signals the
+// launcher makes bwrap pid 1 of a pid namespace of its own: signals the
 // daemon sends to the group then reach the command and not bwrap (a pid 1
 // ignores them without a handler, SIGKILL aside), and when bwrap dies the
-// kernel kills every process below it. A non-root daemon needs a user
-// namespace for that (the identity mapping of its uid and gid).
-func (s *Spawner) sysProcAttr() *syscall.SysProcAttr {
-	attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
-	if !s.root {
-		attr.Cloneflags |= syscall.CLONE_NEWUSER
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
-		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+// kernel kills every process below it. It returns the clone attributes of
+// l, and puts a launcher in front of bwrap where one is needed:
+//
+//   - root clones the pid namespace directly;
+//   - a dumpable non-root daemon clones it inside a user namespace with the
+//     identity mapping of its uid and gid, which the Go runtime writes to
+//     the child's /proc/PID/uid_map;
+//   - a non-dumpable non-root daemon (the real one: MakeNonDumpable) cannot
+//     write that map, because a child forked from a non-dumpable process
+//     has root-owned /proc files until it execs. So the namespaces are made
+//     by util-linux unshare(1), a fresh (dumpable) program that maps its
+//     own ids and forks bwrap as pid 1; see viaUnshare.
+func (s *Spawner) launcher(l *local.Launch) (*syscall.SysProcAttr, error) {
+	if s.root {
+		return &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}, nil
 	}
-	return attr
+	if dumpable() {
+		return &syscall.SysProcAttr{
+			Cloneflags:  syscall.CLONE_NEWPID | syscall.CLONE_NEWUSER,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}},
+		}, nil
+	}
+	if s.unshare == "" {
+		return nil, fmt.Errorf("%w: %w", executor.ErrSandbox, s.unshareWhy)
+	}
+	viaUnshare(l, s.unshare)
+	// unshare(1) arms no parent-death signal of its own: the daemon's
+	// death must end it (its --kill-child then ends bwrap). The runtime
+	// arms it before exec and kills the child at once if the daemon is
+	// already gone.
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}, nil
+}
+
+// viaUnshare puts `unshare --user --map-current-user --pid --fork
+// --kill-child --` in front of l's bwrap. unshare blocks TERM and INT while
+// it waits for bwrap (so the engine's TERM to the group reaches the command
+// alone, as with a direct pid namespace), SIGKILLs bwrap if it dies itself,
+// and exits with bwrap's status (re-raising a signal death). The info pipe
+// passes through it untouched: only bwrap writes to it, after arming its
+// own --die-with-parent (tied to unshare).
+func viaUnshare(l *local.Launch, unshare string) {
+	args := append([]string{"unshare", "--user", "--map-current-user", "--pid", "--fork", "--kill-child", "--", l.Path}, l.Args[1:]...)
+	l.Path, l.Args = unshare, args
+}
+
+// dumpable reports whether the daemon is dumpable (PR_GET_DUMPABLE 1).
+func dumpable() bool {
+	v, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
+	return err == nil && v == 1
+}
+
+// findUnshare resolves util-linux unshare(1), which a non-dumpable non-root
+// daemon needs (see launcher); the error says why it cannot be used.
+func findUnshare() (string, error) {
+	path, err := exec.LookPath("unshare")
+	if err != nil {
+		return "", fmt.Errorf("a non-root daemon that keeps its memory unreadable (non-dumpable) needs util-linux unshare(1) to start bubblewrap: %w", err)
+	}
+	return path, nil
 }
 
 // process is a sandboxed command. bwrap reports a command's death by
@@ -145,10 +203,16 @@ func (s *Spawner) sysProcAttr() *syscall.SysProcAttr {
 type process struct {
 	*local.Process
 	started atomic.Bool // a command was seen running below bwrap (see Signal)
+	release func()      // removes the command's placeholders
 }
 
+// Release implements engine.Process; it also removes the placeholders the
+// command's sandbox held (everything in its pid namespace is gone by now).
 func (p *process) Release() engine.Exit {
 	e := p.Process.Release()
+	if p.release != nil {
+		p.release()
+	}
 	if e.Signal == "" && e.Code > 128 && e.Code <= 128+64 {
 		if name := unix.SignalName(syscall.Signal(e.Code - 128)); name != "" {
 			e.Code, e.Signal = -1, name

@@ -15,18 +15,46 @@
 // without the network unless the level has it, the host's root read-only, a
 // fresh /dev, its own /proc (so no /proc/<pid>/environ of the daemon, even
 // for root), a private /tmp and /run (no agent or docker sockets), HOME
-// read-only, ~/.cache (and $GOCACHE) as empty throwaway space, the
-// credential paths of Config.Hidden hidden (directories empty, files
-// unopenable), and the state directory
-// hidden except the calling session's spill directory, shown read-only so a
-// result's full-output path can be read. The workspace (the session cwd) is
-// writable at the workspace levels and read-only at LevelReadOnly; inside
-// it .git/hooks, .git/config and .dsh-acp stay read-only (Config.Protected).
+// read-only, ~/.cache (and $GOCACHE) as empty throwaway space, the hidden
+// list (Config.Hidden, by default the Credentials table, following the
+// tools' variables) hidden — directories empty, files unopenable — and the
+// state directory and dsh-acp's config directory hidden except the calling
+// session's spill directory, shown read-only so a result's full-output path
+// can be read. The workspace (the session cwd) is writable at the workspace
+// levels and read-only at LevelReadOnly.
+//
+// # Protection by construction (protect.go)
+//
+// Inside a writable workspace the protected set (Config.Protected, by
+// default DefaultProtected, plus HomeProtected when the home is inside it,
+// plus git's program-naming entries of every repository found) is held for
+// the whole command whatever the command does: existing entries are
+// read-only bind mounts of themselves (a mount point cannot be renamed,
+// replaced or unlinked), absent ones get a placeholder mounted the same way
+// and removed afterwards only while untouched (placeholders.go; a killed
+// daemon's are swept by the next), and every directory between the
+// workspace and an entry or a hidden path is bound onto itself, so no
+// parent can be moved away. A workspace that no longer is the directory it
+// was, or that is reached through a symlink inside another known
+// workspace, is refused; other known workspaces inside this one are pinned.
+// An absent .git is kept from being created unless the run carries
+// executor.Spec.AllowNewRepository (an approved git init).
+//
+// RemoteWrapper builds the same levels on an ssh host (executor/ssh), with
+// the protected set's existing entries only.
 //
 // # No survivor, no window at start
 //
 // The daemon starts bwrap as pid 1 of a pid namespace of its own
 // (CLONE_NEWPID, with CLONE_NEWUSER when not root), in a session of its own.
+// A non-root daemon that made itself non-dumpable (local.MakeNonDumpable,
+// as cmd/dsh-acp does) cannot write the uid_map of a child it forks (the
+// child's /proc files are root's until it execs), so there util-linux
+// unshare(1) makes the user and pid namespaces and forks bwrap as their pid
+// 1; it blocks TERM while it waits, SIGKILLs bwrap if it dies, and dies
+// with the daemon (a parent-death signal armed before its exec). The
+// daemon stays non-dumpable throughout: no window in which a same-user
+// process could open its /proc/PID/mem or environ.
 // Three facts follow:
 //
 //   - When bwrap dies the kernel kills every process below it, whatever
@@ -72,8 +100,20 @@
 //     workspace under /tmp, /run or a hidden path does not exist there.
 //   - A workspace of / makes the whole filesystem writable (hidden and
 //     protected paths aside).
+//   - Nested repositories are found by a bounded search (4 deep, 3 000
+//     directories, not node_modules, reused for 30 s); one created during
+//     a command, or past the bounds, is not protected.
+//   - A file hard-linked from outside the workspace (pnpm's store) is
+//     written through its workspace name.
+//   - Placeholders show on the host while a command runs; git operations
+//     that write protected entries (git config, worktree add, submodule
+//     update, a checkout changing .vscode/ or AGENTS.md) fail at the
+//     workspace levels.
+//   - A hidden path reached through a symlink is remembered at its target
+//     for the daemon's life only.
 //   - Where the daemon may not create a user namespace (some AppArmor
-//     policies), the probe fails and only LevelOff is offered.
+//     policies), the probe fails and only LevelOff is offered; so does a
+//     non-root daemon without util-linux unshare(1) (the reason says so).
 //   - On darwin there is no bubblewrap: only LevelOff is offered, with the
 //     reason "no bubblewrap on macOS; the Seatbelt design in
 //     docs/security.md is not built" (sandbox_darwin.go); the bubblewrap

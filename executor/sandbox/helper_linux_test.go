@@ -27,6 +27,9 @@ const (
 	helperHomeEnv  = "DSH_SANDBOX_TEST_HOME"
 	helperCmdEnv   = "DSH_SANDBOX_TEST_COMMAND"
 	helperCwdEnv   = "DSH_SANDBOX_TEST_CWD"
+	// helperNonDumpableEnv=1 makes the helper non-dumpable first, as the
+	// daemon is.
+	helperNonDumpableEnv = "DSH_SANDBOX_TEST_NONDUMPABLE"
 )
 
 func TestMain(m *testing.M) {
@@ -46,6 +49,12 @@ func TestMain(m *testing.M) {
 }
 
 func helperExecutor() *Executor {
+	if os.Getenv(helperNonDumpableEnv) == "1" {
+		// As the daemon does at start (cmd/dsh-acp).
+		if err := local.MakeNonDumpable(); err != nil {
+			helperFail(err)
+		}
+	}
 	e, err := New(Config{Config: local.Config{StateDir: os.Getenv(helperStateEnv)}, Home: os.Getenv(helperHomeEnv)})
 	if err != nil {
 		helperFail(err)
@@ -141,6 +150,13 @@ func helperUnprivileged() {
 	check("writes", "echo x > f && cat f && ! touch /etc/dsh-x 2>/dev/null", time.Minute, func(r executor.Result) bool {
 		return string(r.Stdout) == "x\n" && r.ExitCode == 0
 	})
+	// The home is the helper's own: only the kernel's read-only mount
+	// refuses this write.
+	check("outside refused", "touch \"$HOME/outside\"", time.Minute, func(r executor.Result) bool {
+		_, err := os.Stat(filepath.Join(os.Getenv(helperHomeEnv), "outside"))
+		return r.ExitCode != 0 && strings.Contains(string(r.Stderr), "Read-only file system") && os.IsNotExist(err)
+	})
+	fmt.Printf("default: %s\n", e.DefaultLevel())
 	_ = e.Shutdown(context.Background())
 	os.Exit(0)
 }
@@ -358,12 +374,24 @@ func killMarked(marker string) {
 
 // TestUnprivileged runs the sandbox as nobody (the tests themselves run as
 // root here): bwrap then starts as pid 1 of a pid namespace in a user
-// namespace of the daemon's own making.
+// namespace of the daemon's own making, or, when the daemon is
+// non-dumpable as the real one is, of unshare(1)'s. The default level is
+// workspace and a write outside it is refused by the kernel.
 func TestUnprivileged(t *testing.T) {
 	requireBwrap(t)
 	if os.Geteuid() != 0 {
 		t.Skip("not root: every other test already runs the unprivileged path")
 	}
+	for _, nonDumpable := range []bool{false, true} {
+		// Not parallel: a copy of the binary still open for writing in one
+		// subtest could be inherited by the other's fork (ETXTBSY).
+		t.Run(map[bool]string{false: "dumpable", true: "non-dumpable"}[nonDumpable], func(t *testing.T) {
+			testUnprivileged(t, nonDumpable)
+		})
+	}
+}
+
+func testUnprivileged(t *testing.T, nonDumpable bool) {
 	const nobody = 65534
 	dir, err := os.MkdirTemp("", "dsh-sandbox-nobody-") // t.TempDir's parent is closed to nobody
 	if err != nil {
@@ -390,12 +418,16 @@ func TestUnprivileged(t *testing.T) {
 		return p
 	}
 	m := newMarker()
-	h := startHelperAs(t, &syscall.Credential{Uid: nobody, Gid: nobody}, binary, "unprivileged", m, own("state"), own("home"), own("cwd"))
+	env := helperNonDumpableEnv + "=0"
+	if nonDumpable {
+		env = helperNonDumpableEnv + "=1"
+	}
+	h := startHelperAs(t, &syscall.Credential{Uid: nobody, Gid: nobody}, binary, "unprivileged", m, own("state"), own("home"), own("cwd"), env)
 	out, _ := readAll(h.out)
 	if err := h.cmd.Wait(); err != nil {
 		t.Fatalf("helper as nobody: %v; stderr %q", err, h.errb.String())
 	}
-	want := "uid: ok\nterm trapped: ok\nescape: ok\nwrites: ok\n"
+	want := "uid: ok\nterm trapped: ok\nescape: ok\nwrites: ok\noutside refused: ok\ndefault: workspace\n"
 	if out != want {
 		t.Errorf("as nobody:\n%s\nwant\n%s(stderr %q)", out, want, h.errb.String())
 	}

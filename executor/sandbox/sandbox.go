@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"go.uber.org/zap"
 
@@ -33,29 +35,21 @@ type Config struct {
 	Home string
 	// Hidden are the paths hidden: a directory shows empty and read-only,
 	// a file cannot be opened (it is /dev/null on a nodev mount); nil means
-	// DefaultHidden(Home). The state directory is hidden
-	// in any case, except the calling session's spill directory.
+	// DefaultHidden(Home) (the Credentials table). The state directory and
+	// dsh-acp's config directory (ConfigDir) are hidden in any case, except
+	// the calling session's spill directory.
 	Hidden []string
 	// Scratch are directories that become empty, writable and thrown away
 	// with the command (caches); nil means DefaultScratch(Home). /tmp is
 	// always scratch.
 	Scratch []string
 	// Protected are paths relative to the workspace kept read-only even at
-	// the workspace levels; nil means DefaultProtected.
+	// the workspace levels, and kept from being created when absent (see
+	// protect.go); nil means DefaultProtected. ".git" stands for the
+	// program-naming entries of the repository's git directory (and of
+	// every repository nested in the workspace). HomeProtected applies in
+	// addition when the home is inside the workspace.
 	Protected []string
-}
-
-// DefaultHidden lists the credential paths hidden under home: ~/.ssh,
-// ~/.aws, ~/.gnupg, ~/.config/gh, ~/.config/gcloud, ~/.netrc,
-// ~/.git-credentials, ~/.docker, ~/.kube, ~/.npmrc and ~/.pypirc.
-func DefaultHidden(home string) []string {
-	names := []string{".ssh", ".aws", ".gnupg", ".config/gh", ".config/gcloud", ".netrc",
-		".git-credentials", ".docker", ".kube", ".npmrc", ".pypirc"}
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = filepath.Join(home, n)
-	}
-	return out
 }
 
 // DefaultScratch lists the throwaway cache directories: ~/.cache (which
@@ -68,11 +62,6 @@ func DefaultScratch(home string) []string {
 	}
 	return out
 }
-
-// DefaultProtected lists what stays read-only inside a writable workspace:
-// git's hooks and config (a planted hook or core.fsmonitor would run later,
-// outside the sandbox) and the daemon's own rule directory.
-var DefaultProtected = []string{".git/hooks", ".git/config", ".dsh-acp"}
 
 // Executor is the sandboxed executor: the task engine on a Spawner.
 type Executor = engine.Engine
@@ -110,8 +99,27 @@ type Spawner struct {
 	protected []string
 	stateDir  string
 	root      bool
-	why       error // nil when bubblewrap works here
-	log       *zap.Logger
+	// unshare is util-linux unshare(1), the launcher of a non-dumpable
+	// non-root daemon's bwrap ("" with unshareWhy when not found).
+	unshare    string
+	unshareWhy error
+	why        error // nil when bubblewrap works here
+	log        *zap.Logger
+	configDir  string // dsh-acp's config directory, hidden at every level
+	places     placeholders
+	// mu guards workspaces and seenHidden.
+	mu sync.Mutex
+	// workspaces are the workspaces commands ran in (as given), with the
+	// directory each was then: one that since resolves elsewhere, or is
+	// another directory, is refused; and other commands' sandboxes pin
+	// them, so they cannot be renamed or replaced while known.
+	workspaces map[string]wsID
+	// seenHidden are the hidden paths as resolved before: hidden still,
+	// even after a symlink leading to one was changed.
+	seenHidden map[string]bool
+	// nestedCache is the last search for nested repositories per
+	// workspace (see nested).
+	nestedCache map[string]nestedFound
 	// probe answers once, on first use (see probed): bwrap, why and,
 	// when no level was asked for, level are set by it and read after it.
 	probeOnce sync.Once
@@ -173,6 +181,11 @@ func NewSpawner(cfg Config) (*Spawner, error) {
 	if s.hidden == nil && home != "" {
 		s.hidden = DefaultHidden(home)
 	}
+	if home != "" {
+		s.configDir = ConfigDir(home, os.Getenv)
+	}
+	s.workspaces, s.seenHidden, s.nestedCache = map[string]wsID{}, map[string]bool{}, map[string]nestedFound{}
+	s.places.init(s.stateDir)
 	if s.scratch == nil && home != "" {
 		s.scratch = DefaultScratch(home)
 	}
@@ -184,6 +197,7 @@ func NewSpawner(cfg Config) (*Spawner, error) {
 // answered.
 func (s *Spawner) probed() {
 	s.probeOnce.Do(func() {
+		s.places.sweep() // a killed daemon's placeholders
 		s.why = s.detect(s.detectArg)
 		if !s.explicit {
 			s.level = executor.LevelWorkspace
@@ -253,7 +267,10 @@ func (s *Spawner) Spawn(cmd engine.Command) (engine.Process, error) {
 	return s.spawn(cmd, cmd.SpillDir)
 }
 
-// plan resolves the paths of one sandbox.
+// plan resolves the paths of one sandbox. At a writable level it also
+// makes the placeholders of absent protected names: the caller releases
+// p.Placeholders (s.places.release) once the command ended, or at once if
+// it never starts.
 func (s *Spawner) plan(spec executor.Spec, spillDir string, infoFD int, argv []string) (plan, error) {
 	if !filepath.IsAbs(spec.Workspace) {
 		return plan{}, fmt.Errorf("%w %q: the workspace is not an absolute path", executor.ErrWorkdir, spec.Workspace)
@@ -261,6 +278,10 @@ func (s *Spawner) plan(spec executor.Spec, spillDir string, infoFD int, argv []s
 	workspace, err := filepath.EvalSymlinks(spec.Workspace)
 	if err != nil {
 		return plan{}, fmt.Errorf("%w %q: %w", executor.ErrWorkdir, spec.Workspace, unwrapPath(err))
+	}
+	others, err := s.checkWorkspace(spec.Workspace, workspace)
+	if err != nil {
+		return plan{}, err
 	}
 	p := plan{Level: spec.Level, Workspace: workspace, Workdir: spec.Workdir, InfoFD: infoFD, Argv: argv}
 	if home, ok := resolveExisting(s.home); ok {
@@ -271,23 +292,25 @@ func (s *Spawner) plan(spec executor.Spec, spillDir string, infoFD int, argv []s
 			p.Scratch = append(p.Scratch, d)
 		}
 	}
-	for _, h := range s.hidden {
-		if h, ok := resolveExisting(h); ok && h != "/" {
-			p.Hidden = append(p.Hidden, hidden{Path: h, Dir: isDir(h)})
-		}
-	}
-	if spec.Level.Writable() {
-		for _, rel := range s.protected {
-			if path, ok := resolveExisting(filepath.Join(workspace, rel)); ok && within(path, workspace) {
-				p.Protected = append(p.Protected, path)
-			}
-		}
-	}
+	p.Hidden = s.hiddenNow()
 	if state, ok := resolveExisting(s.stateDir); ok && state != "/" {
 		p.StateDir = state
 		if spill, ok := resolveExisting(spillDir); ok && within(spill, state) {
 			p.SpillDir = spill
 		}
+	}
+	if spec.Level.Writable() {
+		// What must not move inside the workspace: the hidden paths, the
+		// state directory and the other sessions' workspaces.
+		var extra []string
+		for _, h := range p.Hidden {
+			extra = append(extra, h.Path)
+		}
+		if p.StateDir != "" {
+			extra = append(extra, p.StateDir)
+		}
+		prot := s.protect(workspace, extra, others, spec.AllowNewRepository)
+		p.Protected, p.Pins, p.Placeholders = prot.ro, prot.pins, prot.placeholders
 	}
 	if spec.Level.Network() {
 		if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && within(r, "/run") {
@@ -295,6 +318,95 @@ func (s *Spawner) plan(spec executor.Spec, spillDir string, infoFD int, argv []s
 		}
 	}
 	return p, nil
+}
+
+// wsID is the directory a workspace was when first used.
+type wsID struct {
+	resolved string
+	dev, ino uint64
+}
+
+// checkWorkspace refuses a workspace (given, resolved) that is no longer
+// the directory it was when first used, or whose path leads through a
+// symlink inside another known workspace (a command there could have put
+// it there); it records a new one. It returns the other known workspaces
+// (resolved).
+func (s *Spawner) checkWorkspace(given, resolved string) ([]string, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(resolved, &st); err != nil {
+		return nil, fmt.Errorf("%w %q: %w", executor.ErrWorkdir, given, err)
+	}
+	id := wsID{resolved: resolved, dev: uint64(st.Dev), ino: st.Ino}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.workspaces[given]; ok && old != id {
+		return nil, fmt.Errorf("%w %q: %w (was %s, now %s)", executor.ErrWorkdir, given, errReplaced, old.resolved, resolved)
+	}
+	var others []string
+	for g, w := range s.workspaces {
+		if g == given {
+			continue
+		}
+		others = append(others, w.resolved)
+		if link := symlinkWithin(given, w.resolved); link != "" {
+			return nil, fmt.Errorf("%w %q: it leads through the symlink %s inside another session's workspace %s, which a command there could have made: refusing it",
+				executor.ErrWorkdir, given, link, w.resolved)
+		}
+	}
+	s.workspaces[given] = id
+	return others, nil
+}
+
+// symlinkWithin returns the first component of path that is a symlink
+// lying inside dir, or "".
+func symlinkWithin(path, dir string) string {
+	for p := filepath.Clean(path); p != "/" && p != "."; p = filepath.Dir(p) {
+		if !within(p, dir) || p == dir {
+			continue
+		}
+		if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+// hiddenNow resolves the hidden paths (and dsh-acp's config directory,
+// made if absent so that nothing can be planted where it will be): those
+// that exist now, and those seen before that still do.
+func (s *Spawner) hiddenNow() []hidden {
+	paths := s.hidden
+	if s.configDir != "" {
+		if _, err := os.Lstat(s.configDir); errors.Is(err, os.ErrNotExist) {
+			_ = os.MkdirAll(s.configDir, 0o700)
+		}
+		paths = append(slices.Clip(paths), s.configDir)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []hidden
+	seen := map[string]bool{}
+	add := func(h string) {
+		if !seen[h] && h != "/" {
+			seen[h] = true
+			out = append(out, hidden{Path: h, Dir: isDir(h)})
+		}
+	}
+	for _, h := range paths {
+		if _, err := os.Lstat(h); err != nil {
+			continue // most of the list is absent: one lstat each
+		}
+		if r, ok := resolveExisting(h); ok {
+			s.seenHidden[r] = true
+			add(r)
+		}
+	}
+	for h := range s.seenHidden {
+		if _, err := os.Lstat(h); err == nil {
+			add(h)
+		}
+	}
+	return out
 }
 
 // resolveExisting resolves symlinks in path; ok is false when it does not

@@ -25,7 +25,8 @@ func (p *process) Signal(sig syscall.Signal) error {
 
 // commandRunning reports whether a process other than bubblewrap runs
 // below pid: bwrap's own processes (its init and the child that sets the
-// sandbox up) carry its name until the child execs the command. When the
+// sandbox up) carry its name until the child execs the command, and an
+// unshare(1) launcher carries its own. When the
 // tree cannot be read (no /proc/PID/task/PID/children on this kernel) it
 // answers true, which keeps TERM's meaning.
 func commandRunning(pid int) bool {
@@ -39,7 +40,7 @@ func commandRunning(pid int) bool {
 			}
 			for _, c := range kids {
 				comm, err := os.ReadFile("/proc/" + strconv.Itoa(c) + "/comm")
-				if err == nil && string(bytes.TrimSpace(comm)) != "bwrap" {
+				if err == nil && !launcherName(string(bytes.TrimSpace(comm))) {
 					return true
 				}
 				next = append(next, c)
@@ -49,6 +50,10 @@ func commandRunning(pid int) bool {
 	}
 	return false
 }
+
+// launcherName reports whether comm names a process of the sandbox's own
+// set-up: bwrap, or the unshare(1) in front of it (see viaUnshare).
+func launcherName(comm string) bool { return comm == "bwrap" || comm == "unshare" }
 
 // children lists the children of pid's main thread (bwrap is single
 // threaded).

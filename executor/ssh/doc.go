@@ -77,8 +77,16 @@
 //
 // # Known limits
 //
-//   - Only LevelOff: the host's bubblewrap is not used, so a confined level
-//     is refused with executor.ErrSandbox.
+//   - The default level is LevelOff. A confined level, when asked for, runs
+//     the command inside the host's bubblewrap (sandbox.RemoteWrapper: the
+//     local levels' namespaces and mounts, the hidden list with the host's
+//     $HOME and variables, the protected set's existing entries read-only,
+//     util-linux unshare(1) as the launcher), probed once at the first
+//     confined command; where the host cannot build it, every command at a
+//     confined level is refused with the probe's reason (wrapping
+//     executor.ErrSandbox). Absent protected names get no placeholder and
+//     their parents are not pinned on a remote host; a signal death inside
+//     the sandbox reads as exit status 128+n.
 //   - A process that leaves the group (setsid) escapes the kill, as with the
 //     plain local spawner.
 //   - sshd's MaxSessions (10 by default, one of them the supervisor) caps

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/executor/engine"
+	"github.com/dsh-acp/dsh-acp/executor/sandbox"
 )
 
 // Spawner is the engine.Spawner that runs each command on the host, in a
@@ -19,23 +20,38 @@ import (
 type Spawner struct {
 	d      *dialer
 	spills *spills
+	box    remoteBox
 }
 
 var (
 	_ engine.Spawner = (*Spawner)(nil)
 	_ engine.Spiller = (*Spawner)(nil)
 	_ engine.Closer  = (*Spawner)(nil)
+	_ engine.Leveler = (*Spawner)(nil)
 )
 
-// Spawn implements engine.Spawner for LevelOff (the host's bubblewrap is
-// not used); any other level is an error wrapping executor.ErrSandbox. It
-// connects first when there is no connection (the first command, or the
-// first after the connection was lost); a host that cannot be reached, or
-// whose key is refused (*HostKeyError), is an error and nothing runs.
+// Spawn implements engine.Spawner: LevelOff runs the command as it is, a
+// confined level inside the host's bubblewrap (sandbox.RemoteWrapper), or
+// not at all where the host cannot build it (an error wrapping
+// executor.ErrSandbox that says why). It connects first when there is no
+// connection (the first command, or the first after the connection was
+// lost); a host that cannot be reached, or whose key is refused
+// (*HostKeyError), is an error and nothing runs.
 func (s *Spawner) Spawn(cmd engine.Command) (engine.Process, error) {
 	spec := cmd.Spec
+	var wrapper string
 	if spec.Level != executor.LevelOff && spec.Level != "" {
-		return nil, fmt.Errorf("%w: the ssh executor cannot confine a command (level %s)", executor.ErrSandbox, spec.Level)
+		if !spec.Level.Confined() {
+			_, err := executor.ParseLevel(string(spec.Level))
+			return nil, fmt.Errorf("%w: %w", executor.ErrSandbox, err)
+		}
+		if err := s.box.check(s); err != nil {
+			return nil, err
+		}
+		if !path.IsAbs(spec.Workspace) {
+			return nil, fmt.Errorf("%w %q: the workspace is not an absolute path", executor.ErrWorkdir, spec.Workspace)
+		}
+		wrapper = sandbox.RemoteWrapper(spec.Level, spec.Workspace, "__dsh_s", "__dsh_pre")
 	}
 	if !path.IsAbs(spec.Workdir) {
 		return nil, fmt.Errorf("%w %q: not an absolute path", executor.ErrWorkdir, spec.Workdir)
@@ -65,6 +81,7 @@ func (s *Spawner) Spawn(cmd engine.Command) (engine.Process, error) {
 			export:   cmd.Env,
 			private:  len(spec.Env) > 0,
 			registry: c.sup.reg,
+			sandbox:  wrapper,
 		})
 		if errors.Is(err, errStale) && attempt == 0 {
 			continue // the connection had just died: dial again once

@@ -77,6 +77,10 @@ type launch struct {
 	export   []string // NAME=value, set last
 	private  bool     // export holds Spec.Env: keep it off the command line
 	registry string   // the supervisor's registry file
+	// sandbox, when set, is the bash (sandbox.RemoteWrapper) that runs the
+	// script ($__dsh_s) inside the host's bubblewrap in place of the
+	// shell, after the words of the array __dsh_pre.
+	sandbox string
 }
 
 // inline reports whether l can be the exec request itself for a host whose
@@ -146,15 +150,25 @@ func (l *launch) prelude(inline bool) string {
 	add(`printf '%%s %%s\n' "$$" "$__dsh_t" >> %s 2>/dev/null`, quote(l.registry))
 	add(`printf '%%s ok %%s %%s\n' %s "$$" "$__dsh_t"`, m)
 	add("unset -v __dsh_e __dsh_in __dsh_t")
-	if len(l.envUnset) > 0 {
+	var u []string
+	for _, n := range l.envUnset {
+		u = append(u, "-u "+quote(n))
+	}
+	switch {
+	case l.sandbox != "":
+		// The launcher replaces the shell: the group leader keeps its pid
+		// and start time, as registered.
+		pre := ""
+		if len(u) > 0 {
+			pre = "env " + strings.Join(u, " ")
+		}
+		add("__dsh_pre=(%s)", pre)
+		add("%s", l.sandbox)
+	case len(l.envUnset) > 0:
 		// Names bash cannot unset itself: env removes them, and bash -c
 		// runs the command in the same process.
-		var u []string
-		for _, n := range l.envUnset {
-			u = append(u, "-u "+quote(n))
-		}
 		add(`exec env %s bash -c "$__dsh_s"`, strings.Join(u, " "))
-	} else {
+	default:
 		add(`eval "unset -v __dsh_s; $__dsh_s"`)
 	}
 	return strings.Join(b, "; ")

@@ -29,7 +29,8 @@ var layers = [][]string{
 	{"replay"},
 	{"tools"},
 	{"internal/permission"},
-	{"executor/sandbox", "executor/ssh"},
+	{"executor/ssh"}, // builds its confined levels with executor/sandbox's RemoteWrapper
+	{"executor/sandbox"},
 	{"executor/local"},
 	{"executor/executortest", "executor/executorfake"},
 	{"executor/engine"},

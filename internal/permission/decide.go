@@ -77,7 +77,7 @@ func judge(r Request, an *analysis, ends bool, endWhy string) Verdict {
 	bg := r.Background && !ends
 	switch r.Mode {
 	case ModeAuto:
-		return decideAuto(an, len(deny) > 0, maybe)
+		return askForRepository(an, decideAuto(an, len(deny) > 0, maybe))
 	case ModeReadOnly:
 		v := decideReadOnly(an, maybe)
 		if v.Decision == Allow && bg {
@@ -86,7 +86,9 @@ func judge(r Request, an *analysis, ends bool, endWhy string) Verdict {
 		return v
 	default:
 		allow := compileRules(append(slices.Clip(r.Rules.Allow), r.SessionAllow...))
-		return decideAsk(an, allow, maybe, bg, endWhy)
+		v := decideAsk(an, allow, maybe, bg, endWhy)
+		v.CreatesRepository = an.createsRepository()
+		return v
 	}
 }
 

@@ -78,6 +78,11 @@ type Verdict struct {
 	// coprocess, device or descriptor read). Commands it does not know —
 	// npm run dev, make — are not known to end.
 	Ends bool
+	// CreatesRepository reports that the line runs `git init` (or a git
+	// whose subcommand is known only at run time): it asks first in every
+	// mode, and once approved may create the repository the sandbox
+	// otherwise keeps from being made (executor.Spec.AllowNewRepository).
+	CreatesRepository bool
 }
 
 // String renders the verdict as "decision: reason".

@@ -1,0 +1,78 @@
+package ssh
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/internal/sshdtest"
+)
+
+// TestRemoteLevels: on a host with bubblewrap the confined levels confine
+// remote commands as they do local ones — the kernel refuses a write
+// outside the workspace, the workspace is writable at workspace and not at
+// read-only, a credential where the host's DOCKER_CONFIG points is hidden,
+// git's config stays read-only — while off runs as before.
+func TestRemoteLevels(t *testing.T) {
+	if err := exec.Command("bwrap", "--ro-bind", "/", "/", "true").Run(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and bubblewrap cannot run here: %v", err)
+		}
+		t.Skipf("bubblewrap cannot run here: %v", err)
+	}
+	root, err := os.MkdirTemp("/var/tmp", "dsh-ssh-levels-") // not /tmp: private in a sandbox
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	ws, sibling, docker := filepath.Join(root, "ws"), filepath.Join(root, "sibling"), filepath.Join(root, "docker")
+	for _, d := range []string{filepath.Join(ws, ".git"), sibling, docker} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := "secret-" + filepath.Base(root)
+	for p, c := range map[string]string{filepath.Join(docker, "config.json"): secret, filepath.Join(ws, ".git", "config"): "[core]\n"} {
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := sshdtest.StartWith(t, sshdtest.Options{SetEnv: []string{"DOCKER_CONFIG=" + docker}})
+	e := newTestExecutor(t, testConfig(t, srv))
+	run := func(level executor.Level, cmd string) executor.Result {
+		t.Helper()
+		spec, err := e.Resolve(executor.Request{Command: cmd, SessionCwd: ws, Level: level})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Run(context.Background(), spec, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", level, err)
+		}
+		return res
+	}
+	res := run(executor.LevelWorkspace, `touch ../sibling/out; touch in && echo wrote; cat "$DOCKER_CONFIG/config.json"; echo evil >> .git/config; true`)
+	out := string(res.Combined)
+	if !strings.Contains(out, "Read-only file system") || !strings.Contains(out, "wrote") || strings.Contains(out, secret) {
+		t.Errorf("workspace: %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(sibling, "out")); err == nil {
+		t.Error("workspace: a write outside the workspace reached the host")
+	}
+	if got, _ := os.ReadFile(filepath.Join(ws, ".git", "config")); string(got) != "[core]\n" {
+		t.Errorf("workspace: .git/config is now %q", got)
+	}
+	if res := run(executor.LevelReadOnly, `touch in-ro 2>&1; true`); !strings.Contains(string(res.Combined), "Read-only file system") {
+		t.Errorf("read-only: %q", res.Combined)
+	}
+	if res := run(executor.LevelOff, `touch ../sibling/off && cat "$DOCKER_CONFIG/config.json"`); !strings.Contains(string(res.Combined), secret) {
+		t.Errorf("off: %q", res.Combined)
+	}
+	if e.Unavailable() != nil || len(e.Levels()) != 4 {
+		t.Errorf("after the probe: unavailable %v, levels %v", e.Unavailable(), e.Levels())
+	}
+}
