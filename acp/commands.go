@@ -25,6 +25,10 @@ type slashCommand struct {
 	name, description, hint string
 }
 
+// unknownCommand names, for command, a "/word" prompt that is no command,
+// answered by the daemon when there is no model to send it to.
+const unknownCommand = ""
+
 // slashCommands is what available_commands_update advertises, in order.
 var slashCommands = []slashCommand{
 	{"compact", "Compact the conversation now: summarize older turns and elide old command output", ""},
@@ -64,9 +68,24 @@ func parseCommand(pb []agent.PromptBlock) (name, args, text string, extra int, o
 	return "", "", "", 0, false
 }
 
-// command runs a slash command as a turn of the session.
+// slashWord reports whether a prompt's text is "/word …" — a command
+// name, known or not.
+func slashWord(text string) (string, bool) {
+	t := strings.TrimSpace(text)
+	if !strings.HasPrefix(t, "/") {
+		return "", false
+	}
+	name, _, _ := strings.Cut(t[1:], " ")
+	if name == "" || strings.ContainsAny(name, "/\t\r\n") {
+		return "", false
+	}
+	return name, true
+}
+
+// command runs a slash command as a turn of the session. Without a model
+// in force, /compact and an unknown command answer why they cannot run.
 func (ss *session) command(ctx context.Context, name, args, text string, extra int) event.StopReason {
-	if name == "compact" {
+	if name == "compact" && ss.hasModel() {
 		return ss.agent.Compact(ctx, text)
 	}
 	return ss.agent.Command(ctx, text, func(context.Context) string {
@@ -84,30 +103,34 @@ func (ss *session) commandReply(name, args string) string {
 		if args == "" {
 			return ss.modelsText(ss.window)
 		}
-		if err := ss.setModel(args); err != nil {
+		if err := ss.setSetting(modelConfigID, args); err != nil {
 			return errorText(err) + "\n\n"
 		}
 		return fmt.Sprintf("Model: %s (context window %s tokens).\n\n", args, groupThousands(ss.window(args)))
 	case "mode":
 		if args == "" {
-			return modeText(ss.perms.currentMode())
+			return modeText(ss.policy.Mode())
 		}
-		if err := ss.setMode(args); err != nil {
+		if err := ss.setSetting(modeConfigID, args); err != nil {
 			return errorText(err) + "\n\n"
 		}
-		mode := ss.perms.currentMode()
+		mode := ss.policy.Mode()
 		return fmt.Sprintf("Permission mode: %s — %s.\n\n", mode, modeInfo[mode].description)
 	case "sandbox":
 		if args == "" {
 			return ss.sandboxText()
 		}
-		if err := ss.setSandbox(args); err != nil {
+		if err := ss.setSetting(sandboxConfigID, args); err != nil {
 			return errorText(err) + "\n\n"
 		}
 		level := ss.agent.Sandbox()
 		return fmt.Sprintf("Sandbox: %s — %s.\n\n", level, sandboxInfo[level].description)
 	case "usage":
 		return usageText(ss.agent.Usage())
+	case "compact":
+		return noKeyText
+	case unknownCommand:
+		return fmt.Sprintf("/%s is not a command of dsh-acp. %s", args, noKeyText) + helpText()
 	default:
 		return helpText()
 	}

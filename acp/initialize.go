@@ -1,25 +1,23 @@
 package acp
 
 import (
-	"encoding/json"
 	"strconv"
 
 	sdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/zap"
 
-	"github.com/dsh-acp/dsh-acp/acp/ingress"
+	"github.com/dsh-acp/dsh-acp/internal/rpc"
+	"github.com/dsh-acp/dsh-acp/internal/wirejson"
 	"github.com/dsh-acp/dsh-acp/presentation"
 )
 
-// The initialize reply is answered on the guard's goroutine, as the request
-// arrives, with a line encoded here by hand: the SDK's path to it (a pipe
-// hop to its reader, a goroutine, a second decode, and encoding/json
-// building its reflection caches for the response's dozen types, the first
-// time each is seen) cost about as much as everything else the first reply
-// waits for. The line is byte for byte what the SDK would write (a test
-// compares the two for every variant); a request the fast path does not
-// take (params the SDK would reject, an id or a string that needs escaping)
-// goes to the SDK as before, which answers it through Server.Initialize.
+// The initialize reply is answered by Preempt, as the request is read, so
+// every session/new behind it on the wire sees the client's capabilities.
+// Its result is appended here by hand (initAnswer.AppendJSON, the one
+// encoder of this shape): encoding/json would build its reflection caches
+// for the response's dozen types on the way to the first reply, which cost
+// about as much as everything else a cold start waits for. A test holds
+// the bytes equal to encoding/json's for the SDK's InitializeResponse.
 
 // initAnswer is everything an initialize reply says.
 type initAnswer struct {
@@ -59,59 +57,10 @@ const (
 	loginLabel       = "dsh-acp login"
 )
 
-// response is the answer as the SDK's type (Server.Initialize returns it).
-func (a initAnswer) response() sdk.InitializeResponse {
-	r := sdk.InitializeResponse{
-		ProtocolVersion: a.version,
-		AgentInfo:       &sdk.Implementation{Name: a.name, Version: a.ver},
-		AuthMethods:     []sdk.AuthMethod{},
-		AgentCapabilities: sdk.AgentCapabilities{
-			LoadSession: true,
-			PromptCapabilities: sdk.PromptCapabilities{
-				EmbeddedContext: true,
-			},
-			McpCapabilities: sdk.McpCapabilities{Http: true},
-			SessionCapabilities: sdk.SessionCapabilities{
-				List:   &sdk.SessionListCapabilities{},
-				Resume: &sdk.SessionResumeCapabilities{},
-				Close:  &sdk.SessionCloseCapabilities{},
-			},
-		},
-	}
-	if a.logout {
-		r.AgentCapabilities.Auth.Logout = &sdk.LogoutCapabilities{}
-	}
-	if a.terminal {
-		m := &sdk.AuthMethodTerminalInline{
-			Id:          TerminalAuthMethodID,
-			Name:        loginName,
-			Description: sdk.Ptr(loginDescription),
-			Args:        loginArgs,
-		}
-		if a.command != "" {
-			m.Meta = map[string]any{"terminal-auth": map[string]any{
-				"command": a.command,
-				"args":    loginArgs,
-				"label":   loginLabel,
-			}}
-		}
-		r.AuthMethods = []sdk.AuthMethod{{Terminal: m}}
-	}
-	return r
-}
-
-// appendResult appends the answer's result as the SDK encodes response();
-// false when one of its strings needs more than plain quoting (the SDK's
-// encoder then writes it).
-func (a initAnswer) appendResult(b []byte) ([]byte, bool) {
-	ok := true
-	str := func(b []byte, s string) []byte {
-		if !plainJSON(s) {
-			ok = false
-			return b
-		}
-		return append(append(append(b, '"'), s...), '"')
-	}
+// AppendJSON appends the answer's result exactly as encoding/json encodes
+// the SDK's InitializeResponse for it.
+func (a initAnswer) AppendJSON(b []byte) []byte {
+	str := wirejson.AppendString
 	args := func(b []byte) []byte {
 		b = append(b, '[')
 		for i, arg := range loginArgs {
@@ -155,61 +104,25 @@ func (a initAnswer) appendResult(b []byte) ([]byte, bool) {
 	}
 	b = append(b, `],"protocolVersion":`...)
 	b = strconv.AppendInt(b, int64(a.version), 10)
-	return append(b, '}'), ok
+	return append(b, '}')
 }
 
-// plainJSON reports whether s encodes as itself between quotes: printable
-// ASCII, and nothing encoding/json escapes (quote, backslash, <, >, &).
-func plainJSON(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
-}
-
-// plainID reports whether the raw id is written back unchanged by the
-// SDK: a number, or a string of plain text.
-func plainID(id json.RawMessage) bool {
-	if len(id) >= 2 && id[0] == '"' && id[len(id)-1] == '"' {
-		return plainJSON(string(id[1 : len(id)-1]))
-	}
-	for _, c := range id {
-		if (c < '0' || c > '9') && c != '-' && c != '+' && c != '.' && c != 'e' && c != 'E' {
-			return false
-		}
-	}
-	return len(id) > 0
-}
-
-// answerInitialize answers an initialize request m itself, as the SDK
-// would: it records the client's capabilities, logs, and writes the reply;
-// false, having done nothing, when the SDK must answer it (see above).
-func (s *Server) answerInitialize(m ingress.Message) bool {
-	if !plainID(m.ID) {
-		return false
-	}
+// initialize answers an initialize request: it records the client's
+// capabilities, logs, and writes the reply.
+func (s *Server) initialize(r *rpc.Request) {
 	var p sdk.InitializeRequest
-	if json.Unmarshal(m.Params, &p) != nil || p.Validate() != nil {
-		return false
-	}
-	line := append(append(make([]byte, 0, 1024), `{"jsonrpc":"2.0","id":`...), m.ID...)
-	line = append(line, `,"result":`...)
-	line, ok := s.initAnswer(p).appendResult(line)
-	if !ok {
-		return false
+	if err := decodeParams(r.Params, &p); err != nil {
+		r.Reply(nil, err)
+		return
 	}
 	s.noteCaps(p)
 	s.logInitialize(p)
-	_, _ = s.out.Write(append(line, "}\n"...)) // a failed write marks stdout broken
-	return true
+	r.Reply(s.initAnswer(p), nil)
 }
 
 // noteCaps records the client's capabilities from its initialize request.
 func (s *Server) noteCaps(p sdk.InitializeRequest) {
-	caps := presentation.CapsFrom(p.ClientCapabilities)
+	caps := capsFrom(p.ClientCapabilities)
 	s.mu.Lock()
 	s.caps = caps
 	s.mu.Unlock()

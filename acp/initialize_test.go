@@ -2,41 +2,24 @@ package acp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"time"
-)
 
-// blockedReader never yields: the SDK behind it sees no line at all.
-type blockedReader struct{ done <-chan struct{} }
-
-func (r blockedReader) Read([]byte) (int, error) {
-	<-r.done
-	return 0, io.EOF
-}
-
-// Who may answer initialize in initializeReply.
-type answerer int
-
-const (
-	daemon       answerer = iota // as served: the observer, else the SDK
-	sdkOnly                      // the SDK alone
-	observerOnly                 // the observer alone: the SDK reads nothing at all
+	sdk "github.com/coder/acp-go-sdk"
 )
 
 // initializeReply serves one line on cfg and returns the first line
 // written back.
-func initializeReply(t *testing.T, cfg Config, line string, by answerer) string {
+func initializeReply(t *testing.T, cfg Config, line string) string {
 	t.Helper()
-	done := make(chan struct{})
-	defer close(done)
-	h := hooks{sdkInitialize: by == sdkOnly}
-	if by == observerOnly {
-		h.sdkInput = func(io.Reader) io.Reader { return blockedReader{done} }
-	}
+	h := hooks{}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	served := make(chan error, 1)
@@ -57,7 +40,7 @@ func initializeReply(t *testing.T, cfg Config, line string, by answerer) string 
 	select {
 	case reply = <-lines:
 	case <-time.After(20 * time.Second):
-		t.Fatalf("no reply to %s (answerer %d)", line, by)
+		t.Fatalf("no reply to %s", line)
 	}
 	inW.Close()
 	if err := <-served; err != nil && !errors.Is(err, io.ErrClosedPipe) {
@@ -66,12 +49,30 @@ func initializeReply(t *testing.T, cfg Config, line string, by answerer) string 
 	return reply
 }
 
-// The guard's observer answers initialize itself, with the line the SDK
-// writes for it, byte for byte, for every variant of the reply: with and
-// without login, logout and the older terminal-auth descriptor, any
-// protocol version, string and number ids. A request it does not take
-// (an id or a version string that needs escaping, params the SDK rejects)
-// is still answered, by the SDK.
+// sdkReply is the initialize reply as the SDK's connection wrote it: its
+// InitializeResponse through encoding/json — with <, > and & unescaped, as
+// the daemon writes its strings (the same JSON text).
+func sdkReply(t *testing.T, cfg Config, id, params string) string {
+	var p sdk.InitializeRequest
+	if err := json.Unmarshal([]byte(params), &p); err != nil {
+		t.Fatal(err)
+	}
+	cfg.defaults()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode((&Server{cfg: cfg}).initAnswer(p).response()); err != nil {
+		t.Fatal(err)
+	}
+	result := strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(strings.TrimSuffix(b.String(), "\n"))
+	return `{"jsonrpc":"2.0","id":` + id + `,"result":` + result + "}\n"
+}
+
+// The initialize reply is encoded by hand (initAnswer.AppendJSON) exactly
+// as encoding/json encodes the SDK's InitializeResponse, for every variant
+// of the reply: with and without login, logout and the older terminal-auth
+// descriptor, any protocol version, string and number ids, strings that
+// need escaping. Params the SDK rejects get -32602.
 func TestInitializeAnsweredAsTheSDKWould(t *testing.T) {
 	base := localConfig(t)
 	base.Version = "0.1.0-dev"
@@ -83,6 +84,9 @@ func TestInitializeAnsweredAsTheSDKWould(t *testing.T) {
 	full.Name, full.Version = "dsh-acp", "v1.2.3 (abc1234, 2026-01-02)"
 	full.Auth = &AuthConfig{Logout: func() error { return nil }, Command: "/usr/local/bin/dsh-acp"}
 	configs["login, logout, command"] = full
+	odd := full
+	odd.Version, odd.Auth = "1.0 <beta> \"é\"\n", &AuthConfig{Command: "/opt/d\\sh acp"}
+	configs["odd strings"] = odd
 
 	params := []string{
 		`{}`,
@@ -94,53 +98,60 @@ func TestInitializeAnsweredAsTheSDKWould(t *testing.T) {
 		`{"protocolVersion":1,"clientCapabilities":{"_meta":{"terminal-auth":true}}}`,
 		`{"protocolVersion":1,"clientCapabilities":{"auth":{"terminal":true},"_meta":{"terminal-auth":true,"terminal_output":true}}}`,
 	}
-	ids := []string{`1`, `0`, `"init-1"`, `-3`}
+	ids := []string{`1`, `0`, `"init-1"`, `-3`, `"<id>"`}
 	for name, cfg := range configs {
 		for _, p := range params {
 			for _, id := range ids {
 				line := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"initialize","params":%s}`, id, p)
-				want := initializeReply(t, cfg, line, sdkOnly)
-				if got := initializeReply(t, cfg, line, observerOnly); got != want {
-					t.Errorf("%s, %s:\nobserver %s\nSDK      %s", name, line, got, want)
+				if got, want := initializeReply(t, cfg, line), sdkReply(t, cfg, id, p); got != want {
+					t.Errorf("%s, %s:\ndaemon %s\nSDK    %s", name, line, got, want)
 				}
 			}
 		}
 	}
-
-	// Not taken: the SDK answers, as before.
-	odd := full
-	odd.Version = "1.0 <beta>"
-	for _, tc := range []struct {
-		cfg  Config
-		line string
-	}{
-		{full, `{"jsonrpc":"2.0","id":"<id>","method":"initialize","params":{"protocolVersion":1}}`},
-		{odd, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`},
-		{full, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"one"}}`},
-	} {
-		want := initializeReply(t, tc.cfg, tc.line, sdkOnly)
-		if got := initializeReply(t, tc.cfg, tc.line, daemon); got != want || want == "" {
-			t.Errorf("%s: daemon %q, SDK %q", tc.line, got, want)
-		}
+	got := initializeReply(t, full, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"one"}}`)
+	if !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params"`) {
+		t.Errorf("bad params answered %s", got)
 	}
 }
 
-// The observer answers initialize only when its own encoder can write the
-// reply exactly; plainJSON and plainID are what it checks.
-func TestPlainJSON(t *testing.T) {
-	for s, want := range map[string]bool{
-		"dsh-acp": true, "v1.2.3 (abc, 2026-01-02)": true, "/usr/bin/x": true, "": true,
-		`a"b`: false, `a\b`: false, "<": false, ">": false, "&": false, "é": false, "a\nb": false, "\x7f": false,
-	} {
-		if got := plainJSON(s); got != want {
-			t.Errorf("plainJSON(%q) = %v", s, got)
-		}
+// response is the answer as the SDK's type (Server.Initialize returns it).
+func (a initAnswer) response() sdk.InitializeResponse {
+	r := sdk.InitializeResponse{
+		ProtocolVersion: a.version,
+		AgentInfo:       &sdk.Implementation{Name: a.name, Version: a.ver},
+		AuthMethods:     []sdk.AuthMethod{},
+		AgentCapabilities: sdk.AgentCapabilities{
+			LoadSession: true,
+			PromptCapabilities: sdk.PromptCapabilities{
+				EmbeddedContext: true,
+			},
+			McpCapabilities: sdk.McpCapabilities{Http: true},
+			SessionCapabilities: sdk.SessionCapabilities{
+				List:   &sdk.SessionListCapabilities{},
+				Resume: &sdk.SessionResumeCapabilities{},
+				Close:  &sdk.SessionCloseCapabilities{},
+			},
+		},
 	}
-	for id, want := range map[string]bool{
-		`1`: true, `-12`: true, `1.5e3`: true, `"abc-1"`: true, `"a<b"`: false, `"a\"b"`: false, `""`: true, ``: false, `null`: false,
-	} {
-		if got := plainID([]byte(id)); got != want {
-			t.Errorf("plainID(%s) = %v", id, got)
-		}
+	if a.logout {
+		r.AgentCapabilities.Auth.Logout = &sdk.LogoutCapabilities{}
 	}
+	if a.terminal {
+		m := &sdk.AuthMethodTerminalInline{
+			Id:          TerminalAuthMethodID,
+			Name:        loginName,
+			Description: sdk.Ptr(loginDescription),
+			Args:        loginArgs,
+		}
+		if a.command != "" {
+			m.Meta = map[string]any{"terminal-auth": map[string]any{
+				"command": a.command,
+				"args":    loginArgs,
+				"label":   loginLabel,
+			}}
+		}
+		r.AuthMethods = []sdk.AuthMethod{{Terminal: m}}
+	}
+	return r
 }

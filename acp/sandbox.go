@@ -1,23 +1,21 @@
 package acp
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	sdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/executor"
-	"github.com/dsh-acp/dsh-acp/internal/permission"
-	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 // A session's sandbox level is what its commands run at (the permission
-// step may narrow one call to read-only, see callLevel). It starts at
+// step may narrow one call to read-only, see CallLevel). It starts at
 // Config.Sandbox, else the executor's default; the `sandbox` config option
 // and /sandbox change it. A level chosen explicitly — by the flag, the
 // environment, the option or the command — is journaled and restored on
@@ -40,11 +38,23 @@ var sandboxInfo = map[executor.Level]struct{ name, description string }{
 }
 
 // sandboxes is the daemon's side of the levels: what the executor can
-// build and the level sessions start at.
+// build and the level sessions start at. An executor that builds itself in
+// the background (a warmer) is asked nothing that would wait for it until
+// it is ready: until then its Expected levels stand in, and each session
+// settles once it is ready (see settleSandbox).
 type sandboxes struct {
-	confiner executor.Confiner     // nil: the executor does not confine
-	start    func() executor.Level // a new session's level (asked once, on first use: it may wait for the sandbox probe)
-	explicit bool                  // start was asked for (Config.Sandbox)
+	confiner executor.Confiner // nil: the executor does not confine
+	warm     warmer            // nil: the confiner answers at once
+	asked    executor.Level    // Config.Sandbox
+	explicit bool              // asked is set
+}
+
+// warmer is an executor that builds itself (and probes its sandbox) in the
+// background, guessing meanwhile.
+type warmer interface {
+	Warm()                                        // starts the build, once
+	Ready() <-chan struct{}                       // closed once the build and the probe ended
+	Expected() ([]executor.Level, executor.Level) // the levels offered and the default, guessed without waiting
 }
 
 // errNotConfining is why confined levels are unavailable with an executor
@@ -54,17 +64,38 @@ var errNotConfining = fmt.Errorf("%w: this executor does not confine commands", 
 // newSandboxes reads ex's levels; explicit is Config.Sandbox.
 func newSandboxes(ex executor.Executor, explicit executor.Level) sandboxes {
 	c, _ := ex.(executor.Confiner)
-	sb := sandboxes{confiner: c, explicit: explicit != ""}
-	sb.start = sync.OnceValue(func() executor.Level {
-		switch {
-		case explicit != "":
-			return explicit
-		case c != nil:
-			return c.DefaultLevel()
-		}
+	w, _ := ex.(warmer)
+	return sandboxes{confiner: c, warm: w, asked: explicit, explicit: explicit != ""}
+}
+
+// ready reports whether the executor's levels are known without waiting;
+// it starts the build when it has not started.
+func (sb sandboxes) ready() bool {
+	if sb.warm == nil {
+		return true
+	}
+	sb.warm.Warm()
+	select {
+	case <-sb.warm.Ready():
+		return true
+	default:
+		return false
+	}
+}
+
+// start is a new session's level: the one asked for, else the executor's
+// default (guessed until it is ready).
+func (sb sandboxes) start() executor.Level {
+	switch {
+	case sb.explicit:
+		return sb.asked
+	case sb.confiner == nil:
 		return executor.LevelOff
-	})
-	return sb
+	case !sb.ready():
+		_, def := sb.warm.Expected()
+		return def
+	}
+	return sb.confiner.DefaultLevel()
 }
 
 // levels are the levels offered now, in executor.AllLevels order.
@@ -72,16 +103,30 @@ func (sb sandboxes) levels() []executor.Level {
 	if sb.confiner == nil {
 		return []executor.Level{executor.LevelOff}
 	}
-	offered := sb.confiner.Levels()
+	var offered []executor.Level
+	if sb.ready() {
+		offered = sb.confiner.Levels()
+	} else {
+		offered, _ = sb.warm.Expected()
+	}
 	return slices.DeleteFunc(executor.AllLevels(), func(l executor.Level) bool { return !slices.Contains(offered, l) })
 }
 
-// unavailable says why confined levels cannot be built, or nil.
+// unavailable says why confined levels cannot be built, or nil (also
+// while the executor is not ready: sessions settle once it is).
 func (sb sandboxes) unavailable() error {
 	if sb.confiner == nil {
 		return errNotConfining
 	}
+	if !sb.ready() {
+		return nil
+	}
 	return sb.confiner.Unavailable()
+}
+
+// sandboxSetting is the sandbox setting's config option.
+func sandboxSetting(ss *session) (sdk.SessionConfigOption, bool) {
+	return sandboxOption(ss.agent.Sandbox(), ss.sandboxes.levels()), true
 }
 
 // sandboxOption is the sandbox config option: the levels offered, and
@@ -129,6 +174,47 @@ func (ss *session) startSandbox(state map[string]json.RawMessage, isNew bool) {
 			ss.log.Error("journal sandbox level", zap.String("session", ss.id), zap.Error(err))
 		}
 	}
+	if ss.sandboxes.ready() {
+		ss.tellUnsandboxed(level, explicit)
+		close(ss.settled)
+		return
+	}
+	levels := ss.sandboxes.levels()
+	ss.afterOpen(func() { go ss.settleSandbox(level, levels, explicit) })
+}
+
+// settleSandbox runs, after the reply that opened the session, for a
+// session that started on the executor's guess: once the executor is
+// ready, an implicit level becomes its default (unless the user chose one
+// meanwhile), the client gets the config options again when they differ
+// from the guess, and the user is told when no sandbox can be built. The
+// session's first turn waits for it (waitSettled).
+func (ss *session) settleSandbox(guess executor.Level, guessed []executor.Level, explicit bool) {
+	defer close(ss.settled)
+	<-ss.sandboxes.warm.Ready()
+	explicit = explicit || ss.sandboxChosen.Load()
+	level := ss.agent.Sandbox()
+	if !explicit {
+		level = ss.sandboxes.start()
+		ss.agent.SetSandbox(level)
+	}
+	if level != guess || !slices.Equal(guessed, ss.sandboxes.levels()) {
+		ss.sendConfigOptions()
+	}
+	ss.tellUnsandboxed(level, explicit)
+}
+
+// waitSettled waits until the session's level is settled (or ctx ends).
+func (ss *session) waitSettled(ctx context.Context) {
+	select {
+	case <-ss.settled:
+	case <-ctx.Done():
+	}
+}
+
+// tellUnsandboxed queues, for the first turn, why a session left at an
+// implicit off runs without a sandbox.
+func (ss *session) tellUnsandboxed(level executor.Level, explicit bool) {
 	if why := ss.sandboxes.unavailable(); why != nil && !explicit && level == executor.LevelOff {
 		ss.agent.QueueInfo(unsandboxedText(why))
 	}
@@ -156,28 +242,24 @@ func sandboxReason(why error) string {
 	return msg
 }
 
-// setSandbox validates, records and announces a level change. A level the
-// executor cannot build is refused (the session keeps its level), except
-// the current one, which is kept as it is.
-func (ss *session) setSandbox(value string) error {
+// setSandbox validates and applies a level. A level the executor cannot
+// build is refused (the session keeps its level), except the current one,
+// which is kept as it is.
+func setSandbox(ss *session, value string) (string, error) {
 	level, err := executor.ParseLevel(strings.TrimSpace(value))
 	if err != nil {
-		return invalidParams("%v", err)
+		return "", invalidParams("%v", err)
 	}
 	if level != ss.agent.Sandbox() && !slices.Contains(ss.sandboxes.levels(), level) {
 		why := ss.sandboxes.unavailable()
 		if why == nil {
 			why = fmt.Errorf("%w: level %s is not offered here", executor.ErrSandbox, level)
 		}
-		return invalidParams("sandbox level %s cannot be built here: %s (offered: %s)", level, sandboxReason(why), levelList(ss.sandboxes.levels()))
+		return "", invalidParams("sandbox level %s cannot be built here: %s (offered: %s)", level, sandboxReason(why), levelList(ss.sandboxes.levels()))
 	}
 	ss.agent.SetSandbox(level)
-	if err := ss.journal.AppendState(stateSandbox, level); err != nil {
-		ss.log.Error("journal sandbox level", zap.String("session", ss.id), zap.Error(err))
-	}
-	ss.sendConfigOptions()
-	ss.log.Info("sandbox", zap.String("session", ss.id), zap.String("level", string(level)))
-	return nil
+	ss.sandboxChosen.Store(true)
+	return string(level), nil
 }
 
 func levelList(ls []executor.Level) string {
@@ -214,28 +296,4 @@ func (ss *session) sandboxText() string {
 		b.WriteString("\nIn ask mode, commands that run unasked because they look read-only run at read-only; in read-only mode, every command does.\n")
 	}
 	return b.String() + "\n"
-}
-
-// callLevel is the level a command the judge allowed runs at: in
-// read-only mode, and in ask mode for a command allowed because it looks
-// read-only (not by an allow rule), LevelReadOnly — so a command the
-// parser misjudged can neither write nor send. Otherwise, and whenever the
-// session's level is off (the user chose no sandbox, or none can be
-// built), empty: the session's level.
-func callLevel(s tools.Session, req permission.Request) executor.Level {
-	if !s.Level.Confined() {
-		return ""
-	}
-	switch req.Mode {
-	case permission.ModeReadOnly:
-		return executor.LevelReadOnly
-	case permission.ModeAsk:
-		bare := req
-		bare.Rules = permission.Rules{Deny: req.Rules.Deny}
-		bare.SessionAllow = nil
-		if permission.Judge(bare).Decision == permission.Allow {
-			return executor.LevelReadOnly
-		}
-	}
-	return ""
 }

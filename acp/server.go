@@ -1,30 +1,45 @@
-// Package acp is the daemon's ACP side: it implements the SDK's Agent over a
-// guarded stdin, keeps the session registry, negotiates capabilities, binds
-// each prompt to its own turn and each cancel to the prompts before it on
-// the wire, tracks every request until its reply is written, and turns each
-// session's agent events into session/update notifications (through package
-// presentation) and journal records (through package replay).
+// Package acp is the daemon's ACP side, the top floor: one thin handler per
+// method over the session registry, on the JSON-RPC connection of package
+// internal/rpc.
+//
+// Where things go:
+//   - a request: a method in the methods table (dispatch.go), decoded once;
+//     what must happen in wire order before the next line is read goes in
+//     Server.Preempt (initialize, cancel, the prompts' turns);
+//   - a session setting (a config option, journaled and restored): a row of
+//     settings (settings.go);
+//   - a client capability: a field of clientCaps and, for tools, a narrow
+//     interface in package tools (caps.go);
+//   - a permission kind: package internal/approval (acp only puts its
+//     questions: asker.go);
+//   - an update shape: presentation (its one encoder, UpdateWriter);
+//   - a slash command: slashCommands and commandReply (commands.go).
+//
+// Known limits: the turn of a prompt whose session does not exist is
+// opened anyway and ends with its error reply; a session's level guessed
+// before the executor is ready may change once (announced with
+// config_option_update, before its first turn runs).
 package acp
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"sync"
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/zap"
 
-	"github.com/dsh-acp/dsh-acp/acp/ingress"
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/event"
+	"github.com/dsh-acp/dsh-acp/internal/llm"
 	"github.com/dsh-acp/dsh-acp/internal/mcp"
 	"github.com/dsh-acp/dsh-acp/internal/permission"
+	"github.com/dsh-acp/dsh-acp/internal/rpc"
 	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/replay"
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -42,12 +57,8 @@ type Config struct {
 	Agent    agent.Config
 	Store    *replay.Store
 	Logger   *zap.Logger
-	// SDKLogger receives the ACP SDK's own diagnostics (default: discarded).
-	SDKLogger *slog.Logger
-
-	// MaxLine caps one inbound JSON-RPC line (default and maximum: the
-	// SDK's own limit, ingress.SDKMaxLine; a longer line would close the
-	// SDK's connection, so the guard answers it instead).
+	// MaxLine caps one inbound JSON-RPC line (default rpc.DefaultMaxLine);
+	// a longer line is answered -32600 and skipped.
 	MaxLine int
 	// CardFlushInterval and CardFlushBytes coalesce live card output (see
 	// presentation.FlushPolicy; defaults one frame at 60 Hz and 64 KiB).
@@ -99,8 +110,8 @@ func (c *Config) defaults() {
 	if c.Name == "" {
 		c.Name = "dsh-acp"
 	}
-	if c.MaxLine <= 0 || c.MaxLine > ingress.SDKMaxLine {
-		c.MaxLine = ingress.SDKMaxLine
+	if c.MaxLine <= 0 {
+		c.MaxLine = rpc.DefaultMaxLine
 	}
 	if c.CardFlushInterval <= 0 {
 		c.CardFlushInterval = presentation.DefaultFlushInterval
@@ -126,60 +137,55 @@ func (c *Config) defaults() {
 	if c.DefaultMode == "" {
 		c.DefaultMode = permission.ModeAsk
 	}
-	if c.SDKLogger == nil {
-		c.SDKLogger = slog.New(slog.DiscardHandler)
-	}
 }
 
 // Server is one ACP connection's agent.
 type Server struct {
 	cfg     Config
 	log     *zap.Logger
-	conn    *sdk.AgentSideConnection
-	updates *updateWriter // session/update notifications, bypassing the SDK's marshalling
+	conn    *rpc.Conn
+	updates *presentation.UpdateWriter // session/update notifications: the one encoder of updates
 	turns   *turnRegistry
-	models  *models       // the model client in force, shared by all sessions
-	catalog *modelCatalog // the provider's models, for the model option
+	models  *llm.InForce // the model client in force, shared by all sessions
+	catalog *llm.Catalog // the provider's models, for the model option
 	trust   *permission.TrustStore
-	calls   *pendingCalls     // requests let through, until their replies are written
-	gate    *notificationGate // what the SDK's notification queue may take
 	hooks   hooks
 	sandbox sandboxes // the levels the executor offers, a new session's level
 
 	mu       sync.Mutex
-	caps     presentation.Caps
+	caps     clientCaps // negotiated at initialize
 	sessions map[string]*session
 	closing  bool
 	running  sync.WaitGroup // turns in flight
 
 	stopNotices func()
-	out         *output
+	out         *rpc.Output
 	begun       sync.Once // begin
 }
 
 // begin starts, once, what the initialize reply need not wait for: the
-// hang-up watcher, the model list's fetch and Config.Started. observe
+// hang-up watcher, the model list's fetch, Config.Started and then the
+// executor's build (sandboxes.ready). Preempt
 // calls it for the first message other than initialize, before that
-// message is forwarded.
+// message is handled.
 func (s *Server) begin() {
 	s.begun.Do(func() {
-		s.out.watch()
+		s.out.Watch()
 		if s.catalog != nil {
-			s.catalog.start()
+			s.catalog.Start()
 		}
 		if s.cfg.Started != nil {
 			s.cfg.Started()
 		}
+		s.sandbox.ready() // an executor that builds itself starts now, off the first reply's way
 	})
 }
 
-// Serve speaks ACP on in/out until in reaches EOF, out is gone (a failed
-// write, or a hang-up seen without writing), the SDK's connection ends, or
-// ctx ends. It then cancels every turn, answers every request already read
-// (unless out is gone), kills every process the daemon started and closes
-// the journals, all within ShutdownGrace (a request the SDK read but never
-// dispatched, because its connection failed, is waited for that long). It
-// returns nil on a clean end.
+// Serve speaks ACP on in/out until in reaches EOF or fails, out is gone (a
+// failed write, or a hang-up seen without writing), or ctx ends. It then
+// cancels every turn, answers every request already read (unless out is
+// gone), kills every process the daemon started and closes the journals,
+// all within ShutdownGrace. It returns nil on a clean end.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) error {
 	return serve(ctx, in, out, cfg, hooks{})
 }
@@ -193,8 +199,6 @@ func serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config, h hooks
 		turns:    newTurnRegistry(),
 		models:   newModels(cfg),
 		trust:    permission.NewTrustStore(cfg.TrustDir),
-		calls:    newPendingCalls(),
-		gate:     newNotificationGate(cfg.Logger),
 		hooks:    h,
 		sessions: map[string]*session{},
 		sandbox:  newSandboxes(cfg.Executor, cfg.Sandbox),
@@ -202,53 +206,33 @@ func serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config, h hooks
 	if cfg.Agent.Model != "" {
 		mctx, stopModels := context.WithCancel(ctx)
 		defer stopModels()
-		s.catalog = newModelCatalog(mctx, s.models, cfg.Agent.Model, cfg.Logger, s.announceModels)
+		s.catalog = llm.NewCatalog(mctx, s.models, cfg.Agent.Model, cfg.Logger, s.announceModels)
 	}
-	o := newOutput(out, cfg.Logger)
-	s.out = o
-	defer o.close()
-	replies := &replyWatcher{w: o, calls: s.calls}
-	guard := ingress.New(in, replies, ingress.Options{MaxLine: cfg.MaxLine, Observe: s.observe, Logger: cfg.Logger})
-	// The guard holds input back until Run: the connection must be wired
-	// before the SDK reads its first line.
-	s.updates = newUpdateWriter(o)
-	var sdkIn io.Reader = guard.Reader()
-	if h.sdkInput != nil {
-		sdkIn = h.sdkInput(sdkIn)
+	s.out = rpc.NewOutput(out, cfg.Logger)
+	defer s.out.Close()
+	s.updates = presentation.NewUpdateWriter(s.out.Writer())
+	if h.input != nil {
+		in = h.input(in)
 	}
-	s.conn = sdk.NewAgentSideConnection(s, replies, sdkIn)
-	s.conn.SetLogger(cfg.SDKLogger)
+	s.conn = rpc.NewConn(in, s.out, s, rpc.Options{MaxLine: cfg.MaxLine, Handler: s.handle, Logger: cfg.Logger})
 	s.stopNotices = tools.WatchCompletions(cfg.Executor, s.deliverNotice)
-	gctx, stopGuard := context.WithCancel(ctx)
-	defer stopGuard()
-	go guard.Run(gctx)
-	// Without stdout no reply can go out: nothing waits for one any more.
-	served := make(chan struct{})
-	defer close(served)
-	go func() {
-		select {
-		case <-o.Broken():
-			s.calls.abandon()
-		case <-served:
-		}
-	}()
+	rctx, stopReading := context.WithCancel(ctx)
+	defer stopReading()
+	go s.conn.Run(rctx)
 
 	var why string
 	select {
-	case <-guard.Done():
+	case <-s.conn.Done():
 		why = "end of input"
-		if err := guard.Err(); err != nil {
+		if err := s.conn.Err(); err != nil {
 			why = err.Error()
 		}
-	case <-s.conn.Done():
-		why = "the SDK closed the connection"
 	case <-ctx.Done():
 		why = "stopped"
-	case <-o.Broken():
+	case <-s.out.Broken():
 		why = "stdout closed"
 	}
-	// A guard still forwarding to a connection that ended would block.
-	stopGuard()
+	stopReading()
 	s.log.Info("shutting down", zap.String("reason", why))
 	return s.shutdown()
 }
@@ -266,10 +250,9 @@ func (s *Server) shutdown() error {
 	go func() { killed <- s.cfg.Executor.Shutdown(ctx) }()
 	mcpDone := make(chan struct{})
 	go func() { closeAllMCP(ctx, s.openSessions()); close(mcpDone) }()
-	if n := s.calls.wait(ctx); n > 0 {
+	if n := s.conn.Wait(ctx); n > 0 {
 		s.log.Warn("exiting with requests unanswered", zap.Int("count", n))
 	}
-	s.calls.abandon()
 
 	s.mu.Lock()
 	s.closing = true
@@ -290,14 +273,6 @@ func (s *Server) shutdown() error {
 	return err
 }
 
-// guarded turns a handler panic into -32603 for that request alone.
-func guarded(log *zap.Logger, method string, err *error) {
-	if r := recover(); r != nil {
-		log.Error("handler panic", zap.String("method", method), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
-		*err = sdk.NewInternalError(map[string]any{"error": fmt.Sprintf("internal error in %s", method)})
-	}
-}
-
 // invalidParams is -32602 whose message says what is wrong (clients show
 // the message; the SDK's own constructor says only "Invalid params").
 func invalidParams(format string, args ...any) error {
@@ -305,20 +280,9 @@ func invalidParams(format string, args ...any) error {
 	return &sdk.RequestError{Code: -32602, Message: "Invalid params: " + msg, Data: map[string]any{"error": msg}}
 }
 
-// Initialize negotiates the protocol version and capabilities, for an
-// initialize request the guard's observer left to the SDK (answerInitialize
-// answers the others with the same reply).
-func (s *Server) Initialize(ctx context.Context, p sdk.InitializeRequest) (resp sdk.InitializeResponse, err error) {
-	defer guarded(s.log, "initialize", &err)
-	// The capabilities were recorded in wire order by observe.
-	s.logInitialize(p)
-	return s.initAnswer(p).response(), nil
-}
-
 // Authenticate re-reads the stored credential for the terminal method (see
 // auth.go).
 func (s *Server) Authenticate(ctx context.Context, p sdk.AuthenticateRequest) (resp sdk.AuthenticateResponse, err error) {
-	defer guarded(s.log, "authenticate", &err)
 	return s.authenticate(p)
 }
 
@@ -338,8 +302,7 @@ func checkCwd(cwd string) error {
 }
 
 // NewSession creates a session with a journal.
-func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (resp sdk.NewSessionResponse, err error) {
-	defer guarded(s.log, "session/new", &err)
+func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (resp opened, err error) {
 	if err := s.checkSessionCwd(ctx, p.Cwd); err != nil {
 		return resp, err
 	}
@@ -358,9 +321,9 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (resp 
 	}
 	s.log.Info("session/new", zap.String("session", id), zap.Int("mcpServers", len(p.McpServers)))
 	if s.catalog != nil {
-		s.catalog.wait(ctx, s.cfg.ModelsWait)
+		s.catalog.Wait(ctx, s.cfg.ModelsWait)
 	}
-	return sdk.NewSessionResponse{SessionId: sdk.SessionId(id), Modes: modeState(ss.perms.currentMode()), ConfigOptions: ss.configOptions()}, nil
+	return opened{id, sdk.NewSessionResponse{SessionId: sdk.SessionId(id), Modes: modeState(ss.policy.Mode()), ConfigOptions: ss.configOptions()}}, nil
 }
 
 func (s *Server) register(ss *session) error {
@@ -407,48 +370,55 @@ func (s *Server) session(id sdk.SessionId) (*session, error) {
 	return ss, nil
 }
 
-// Prompt runs one turn. Its context comes from the turn registry, not the
-// SDK: a cancel applies to exactly the prompts before it on the wire.
-func (s *Server) Prompt(_ context.Context, p sdk.PromptRequest) (resp sdk.PromptResponse, err error) {
-	defer guarded(s.log, "session/prompt", &err)
-	// Claim this request's own turn (by the token the guard stamped), so it
-	// never lingers, however this request ends; then let the session's
-	// previous prompt be answered first.
-	t := s.turns.claim(string(p.SessionId), p.Meta)
-	defer t.release()
+// prompt runs one turn and answers it. Its context is its turn's, opened
+// in wire order by Preempt: a cancel applies to exactly the prompts before
+// it on the wire. It waits until the session's previous prompt was
+// answered, so replies keep wire order relative to the next prompt's
+// updates.
+func (s *Server) prompt(r *rpc.Request, pc *promptCall) {
+	if pc.err != nil {
+		r.Reply(nil, pc.err)
+		return
+	}
+	t := pc.turn
+	defer func() {
+		r.Reply(nil, rpc.InternalError(sdk.AgentMethodSessionPrompt)) // after a panic: answered first
+		s.turns.answered(t)
+	}()
 	t.waitPrevious()
-	ctx := t.ctx
+	reason, err := s.runTurn(t.ctx, pc.p)
+	if err != nil {
+		r.Reply(nil, err)
+		return
+	}
+	r.Reply(sdk.PromptResponse{StopReason: sdk.StopReason(reason)}, nil)
+}
+
+// runTurn runs the prompt p of a session in ctx.
+func (s *Server) runTurn(ctx context.Context, p sdk.PromptRequest) (event.StopReason, error) {
 	ss, err := s.session(p.SessionId)
 	if err != nil {
-		return resp, err
+		return "", err
 	}
 	if err := s.needModel(p.Prompt); err != nil {
-		return resp, err
+		return "", err
 	}
 	if err := s.beginTurn(); err != nil {
-		return resp, err
+		return "", err
 	}
 	defer s.running.Done()
 	if !ss.beginTurn() {
-		return resp, invalidParams("session %s is closed", ss.id)
+		return "", invalidParams("session %s is closed", ss.id)
 	}
 	defer ss.endTurn()
 	start := time.Now()
 	reason := ss.prompt(ctx, p.Prompt)
 	s.log.Info("session/prompt", zap.String("session", ss.id), zap.String("stopReason", string(reason)), zap.Duration("took", time.Since(start)))
-	return sdk.PromptResponse{StopReason: sdk.StopReason(reason)}, nil
-}
-
-// Cancel is handled in wire order by observe; the SDK's call only frees the
-// cancel's place in the notification gate.
-func (s *Server) Cancel(ctx context.Context, p sdk.CancelNotification) error {
-	s.gate.cancelHandled(string(p.SessionId))
-	return nil
+	return reason, nil
 }
 
 // CloseSession cancels the session's turn, kills its tasks and frees it.
 func (s *Server) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (resp sdk.CloseSessionResponse, err error) {
-	defer guarded(s.log, "session/close", &err)
 	s.mu.Lock()
 	ss, ok := s.sessions[string(p.SessionId)]
 	delete(s.sessions, string(p.SessionId))
@@ -467,7 +437,6 @@ func (s *Server) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (r
 
 // ListSessions lists journaled sessions, newest first.
 func (s *Server) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (resp sdk.ListSessionsResponse, err error) {
-	defer guarded(s.log, "session/list", &err)
 	cwd, cursor := "", ""
 	if p.Cwd != nil {
 		cwd = filepath.Clean(*p.Cwd)
@@ -497,25 +466,23 @@ func (s *Server) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (r
 }
 
 // LoadSession replays a journaled session, then keeps it open.
-func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (resp sdk.LoadSessionResponse, err error) {
-	defer guarded(s.log, "session/load", &err)
+func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (resp opened, err error) {
 	ss, err := s.reopen(string(p.SessionId), p.Cwd, true)
 	if err != nil {
 		return resp, err
 	}
 	s.startMCP(ss, p.McpServers)
-	return sdk.LoadSessionResponse{Modes: modeState(ss.perms.currentMode()), ConfigOptions: ss.configOptions()}, nil
+	return opened{ss.id, sdk.LoadSessionResponse{Modes: modeState(ss.policy.Mode()), ConfigOptions: ss.configOptions()}}, nil
 }
 
 // ResumeSession restores a journaled session without replaying it.
-func (s *Server) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (resp sdk.ResumeSessionResponse, err error) {
-	defer guarded(s.log, "session/resume", &err)
+func (s *Server) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (resp opened, err error) {
 	ss, err := s.reopen(string(p.SessionId), p.Cwd, false)
 	if err != nil {
 		return resp, err
 	}
 	s.startMCP(ss, p.McpServers)
-	return sdk.ResumeSessionResponse{Modes: modeState(ss.perms.currentMode()), ConfigOptions: ss.configOptions()}, nil
+	return opened{ss.id, sdk.ResumeSessionResponse{Modes: modeState(ss.policy.Mode()), ConfigOptions: ss.configOptions()}}, nil
 }
 
 // deliverNotice queues a background task's completion notice on its owning

@@ -3,15 +3,20 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	sdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/approval"
 	"github.com/dsh-acp/dsh-acp/internal/event"
+	"github.com/dsh-acp/dsh-acp/internal/llm"
 	"github.com/dsh-acp/dsh-acp/internal/mcp"
 	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/replay"
@@ -25,18 +30,24 @@ type session struct {
 	agent   *agent.Session
 	journal *replay.Journal
 	present *presentation.Presenter
-	updates *updateWriter
+	updates *presentation.UpdateWriter
 	// journalSink writes the session's events to its journal.
 	journalSink *journalSink
-	perms       *permissions
+	policy      *approval.Policy
 	title       *titler
 	box         *mcp.Toolbox // the daemon's tools and the session's MCP tools
 	log         *zap.Logger
-	catalog     *modelCatalog          // the provider's models, for the model option
+	catalog     *llm.Catalog           // the provider's models, for the model option
 	window      func(model string) int // a model's context window
 	// sandboxes is the levels the daemon offers; the session's level is
 	// its agent's (agent.Session.Sandbox).
 	sandboxes sandboxes
+	// hasModel reports whether a model client is in force now.
+	hasModel func() bool
+	// settled is closed once the session's sandbox level is final (see
+	// settleSandbox); sandboxChosen: the user chose a level.
+	settled       chan struct{}
+	sandboxChosen atomic.Bool
 
 	mu          sync.Mutex
 	afterOpened []func() // what waits for the reply that opened the session (afterOpen)
@@ -72,7 +83,7 @@ func (ss *session) send(u sdk.SessionUpdate) {
 }
 
 // sendUpdate writes one update of session id through w.
-func sendUpdate(w *updateWriter, id string, log *zap.Logger, u sdk.SessionUpdate) {
+func sendUpdate(w *presentation.UpdateWriter, id string, log *zap.Logger, u sdk.SessionUpdate) {
 	err := w.SessionUpdate(context.Background(), sdk.SessionNotification{SessionId: sdk.SessionId(id), Update: u})
 	if err != nil {
 		log.Debug("session/update not sent", zap.String("session", id), zap.Error(err))
@@ -100,29 +111,35 @@ func (f fanout) EmitBatch(evs []event.Event) {
 }
 
 func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
-	ss := &session{id: id, cwd: cwd, journal: j, updates: s.updates, log: s.log,
-		perms: &permissions{mode: s.cfg.DefaultMode}, catalog: s.catalog, window: s.cfg.Agent.ContextWindow,
-		box: mcp.NewToolbox(s.cfg.Tools), sandboxes: s.sandbox}
+	ss := &session{id: id, cwd: cwd, journal: j, updates: s.updates, log: s.log, catalog: s.catalog, window: s.cfg.Agent.ContextWindow,
+		box: mcp.NewToolbox(s.cfg.Tools), sandboxes: s.sandbox, hasModel: func() bool { return s.models.Current() != nil }, settled: make(chan struct{})}
 	ss.present = s.presenter(id, cwd, s.updates, ss.box, false)
 	ss.title = &titler{send: ss.send}
 	ss.journalSink = newJournalSink(j, s.log, id, ss.present)
 	sink := fanout{ss.title, ss.journalSink, ss.present}
-	ap := &approver{ss: ss, client: s.conn, tools: ss.box, userRules: s.cfg.UserRules, trust: s.trust}
-	ss.agent = agent.NewSession(id, s.runDir(cwd), s.models, ss.box, sink, ap, s.cfg.Agent)
+	ss.policy = approval.New(approval.Config{Session: id, Cwd: cwd, UserRules: s.cfg.UserRules, Trust: s.trust,
+		Tools: ss.box, Journal: j, Ask: asker{ss: ss, client: clientConn{s.conn}}, Mode: s.cfg.DefaultMode, Log: s.log})
+	ss.agent = agent.NewSession(id, s.runDir(cwd), s.models, ss.box, sink, ss.policy, s.cfg.Agent)
+	ss.agent.SetClientFiles(s.clientCaps().files(s.conn, id))
 	return ss
+}
+
+// clientCaps is what the client can do.
+func (s *Server) clientCaps() clientCaps {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.caps
 }
 
 // presenter is a presenter for session id drawing through w with cards,
 // with the client's capabilities; replay marks one that draws a recorded
 // session.
-func (s *Server) presenter(id, cwd string, w *updateWriter, cards presentation.CardIntents, replay bool) *presentation.Presenter {
-	s.mu.Lock()
-	caps := s.caps
-	s.mu.Unlock()
+func (s *Server) presenter(id, cwd string, w *presentation.UpdateWriter, cards presentation.CardIntents, replay bool) *presentation.Presenter {
+	caps := s.clientCaps()
 	return presentation.NewPresenter(presentation.PresenterOptions{
 		Send:     func(u sdk.SessionUpdate) { sendUpdate(w, id, s.log, u) },
 		Cards:    cards,
-		Caps:     caps,
+		Caps:     caps.present,
 		Cwd:      s.runDir(cwd),
 		Location: s.location(),
 		Flush:    presentation.FlushPolicy{Interval: s.cfg.CardFlushInterval, Bytes: s.cfg.CardFlushBytes},
@@ -133,9 +150,13 @@ func (s *Server) presenter(id, cwd string, w *updateWriter, cards presentation.C
 // prompt runs one turn: a slash command by the daemon, a `!` command
 // directly, anything else through the model.
 func (ss *session) prompt(ctx context.Context, blocks []sdk.ContentBlock) event.StopReason {
+	ss.waitSettled(ctx)
 	pb := promptBlocks(blocks)
 	if name, args, text, extra, ok := parseCommand(pb); ok {
 		return ss.command(ctx, name, args, text, extra)
+	}
+	if word, ok := slashWord(firstText(pb)); ok && !ss.hasModel() {
+		return ss.command(ctx, unknownCommand, word, strings.TrimSpace(firstText(pb)), 0)
 	}
 	var reason event.StopReason
 	var err error
@@ -281,8 +302,8 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 		ss.close(context.Background())
 		return nil, r.drawFailed
 	}
-	ss.perms.restore(r.state)
-	ss.perms.restoreTools(r.state)
+	ss.restoreSettings(r.state)
+	ss.policy.Restore(r.state)
 	ss.startSandbox(r.state, false)
 	if r.firstPrompt != nil {
 		if replayToClient {
@@ -291,7 +312,6 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 			ss.title.done.Store(true) // resume sends nothing; the client has it
 		}
 	}
-	ss.restoreModel(r.state)
 	if gone := settler.RunningTasks(); len(gone) > 0 {
 		note := replay.GoneTasksNote(gone)
 		if replayToClient {
@@ -330,7 +350,7 @@ type reopening struct {
 	drawn      bool               // the first batch went out
 	drawDone   chan struct{}
 	drawFailed error // the drawer panicked (see containDraw)
-	batch      *lineBatch
+	batch      *presentation.LineBatch
 }
 
 // drawBatch is how many events go to the drawer at a time, and drawAhead
@@ -351,8 +371,8 @@ func (r *reopening) session() *session {
 			if drawCwd == "" {
 				drawCwd = r.cwd
 			}
-			r.batch = &lineBatch{w: r.server.updates.w}
-			p := r.server.presenter(r.id, drawCwd, newUpdateWriter(r.batch), r.ss.box, true)
+			r.batch = presentation.NewLineBatch(r.server.out.Writer())
+			p := r.server.presenter(r.id, drawCwd, presentation.NewUpdateWriter(r.batch), r.ss.box, true)
 			r.drawQ = make(chan []event.Event, drawAhead)
 			r.drawDone = make(chan struct{})
 			go r.drawer(p)
@@ -417,4 +437,74 @@ func (r *reopening) event(ev event.Event) error {
 		}
 	}
 	return nil
+}
+
+// opened sends what follows the reply that opened session id: the slash
+// commands, the full model list when the reply had a shorter one, and the
+// usage of a restored session.
+func (s *Server) opened(id string) {
+	ss, err := s.session(sdk.SessionId(id))
+	if err != nil {
+		return
+	}
+	// Marked announced before the catalog's version is read: a list that
+	// arrives from now on is sent by announceModels, one that arrived
+	// before is sent here.
+	ss.mu.Lock()
+	ss.announced = true
+	stale := false
+	if ss.catalog != nil {
+		_, version := ss.catalog.List()
+		stale = ss.optionsVersion != version
+	}
+	waiting := ss.afterOpened
+	ss.afterOpened = nil
+	ss.mu.Unlock()
+	ss.send(availableCommands())
+	if len(waiting) > 0 {
+		go func() { // they may wait (for MCP servers to connect): not on the writer
+			for _, fn := range waiting {
+				fn()
+			}
+		}()
+	}
+	if stale {
+		ss.sendConfigOptions()
+	}
+	if u := ss.agent.Usage(); u.Used > 0 {
+		ss.send(sdk.SessionUpdate{UsageUpdate: &sdk.SessionUsageUpdate{Used: u.Used, Size: u.Size, Cost: usageCost(u.Cost, u.Currency)}})
+	}
+}
+
+// usageCost is usage_update's cost: only when a price is configured.
+func usageCost(amount float64, currency string) *sdk.Cost {
+	if currency == "" {
+		return nil
+	}
+	return &sdk.Cost{Amount: amount, Currency: currency}
+}
+
+// afterOpen runs fn, on a goroutine of its own, once the reply that opened
+// the session was written (after its slash commands), with whatever else
+// was queued before it. Call it from the handler of the request that opens
+// the session, before it returns.
+func (ss *session) afterOpen(fn func()) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.afterOpened = append(ss.afterOpened, fn)
+}
+
+// containDraw ends the session/load drawing goroutine after a panic: the
+// panic is logged, recorded for reopen to answer -32603, and the rest of the
+// queue is drained so the decoding side never blocks on it.
+func (r *reopening) containDraw() {
+	v := recover()
+	if v == nil {
+		return
+	}
+	r.server.log.Error("replay drawing panicked", zap.String("session", r.id), zap.Any("panic", v),
+		zap.ByteString("stack", debug.Stack()))
+	r.drawFailed = sdk.NewInternalError(map[string]any{"error": fmt.Sprintf("internal error while replaying session %s", r.id)})
+	for range r.drawQ {
+	}
 }

@@ -106,6 +106,9 @@ type Session struct {
 	// unless the call names another (Call.Level). Empty means the
 	// executor's default.
 	Level executor.Level
+	// Files reaches the client's file methods; nil when the client offers
+	// none (see ClientFiles).
+	Files ClientFiles
 }
 
 // Call is one invocation of a tool.

@@ -11,12 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dsh-acp/dsh-acp/acp/ingress"
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/executor/ssh"
 	"github.com/dsh-acp/dsh-acp/internal/agent"
 	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/permission"
+	"github.com/dsh-acp/dsh-acp/internal/rpc"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
@@ -158,7 +158,7 @@ func addConfigFlags(fs *flag.FlagSet, env envLookup) *configFlags {
 	fs.DurationVar(&c.KillGrace, "kill-grace", 2*time.Second, "time between TERM and KILL when stopping a command")
 	fs.IntVar(&c.OutputLimit, "output-limit", tools.DefaultOutputLimit, "characters of command output the model sees (the tail is kept)")
 	fs.IntVar(&c.CardOutputLimit, "card-output-limit", tools.DefaultCardOutputLimit, "bytes of output streamed to one terminal card (at most 2 MiB, what the journal keeps)")
-	fs.IntVar(&c.MaxLine, "max-line", ingress.DefaultMaxLine, "longest JSON-RPC line accepted on stdin, in bytes (at most the ACP SDK's hard limit, 10 MiB)")
+	fs.IntVar(&c.MaxLine, "max-line", rpc.DefaultMaxLine, "longest JSON-RPC line accepted on stdin, in bytes (at most 10 MiB)")
 	fs.IntVar(&c.MaxTurnRequests, "max-turn-requests", agent.DefaultMaxTurnRequests, "model requests allowed in one turn")
 	fs.DurationVar(&c.ModelIdle, "model-idle-timeout", 2*time.Minute, "abort a model request after this long without a byte from the provider (keep-alives count)")
 	cf.mode = fs.String("mode", envOr(env, "DSH_MODE", "ask"), "permission mode of new sessions: ask, auto or read-only (env DSH_MODE)")
@@ -250,8 +250,8 @@ func (c config) validate() error {
 		errs = append(errs, fmt.Errorf("--card-output-limit must be between 1024 and %d bytes (the journal keeps at most %d of a card, and a reloaded card must show what the live one did)",
 			event.MaxCardOutput, event.MaxCardOutput))
 	}
-	if c.MaxLine < 1<<16 || c.MaxLine > ingress.SDKMaxLine {
-		errs = append(errs, fmt.Errorf("--max-line must be between 65536 and %d", ingress.SDKMaxLine))
+	if c.MaxLine < 1<<16 || c.MaxLine > rpc.DefaultMaxLine {
+		errs = append(errs, fmt.Errorf("--max-line must be between 65536 and %d", rpc.DefaultMaxLine))
 	}
 	if c.ModelIdle <= 0 {
 		errs = append(errs, errors.New("--model-idle-timeout must be positive"))

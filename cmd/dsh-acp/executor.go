@@ -37,9 +37,11 @@ func newExecutor(cfg config, secrets []string, log *zap.Logger) (executor.Execut
 		if _, err := exec.LookPath("bash"); err != nil {
 			return nil, fmt.Errorf("find bash: %w", err)
 		}
-		return newLazyExecutor(func() (localExecutor, error) {
+		l := newLazyExecutor(func() (localExecutor, error) {
 			return sandbox.New(sandbox.Config{Config: limits, Level: cfg.Sandbox})
-		}, log), nil
+		}, log)
+		l.expect = func() ([]executor.Level, executor.Level) { return expectedLevels(cfg.Sandbox) }
+		return l, nil
 	}
 	log.Info("commands run over ssh", zap.String("target", cfg.SSHTarget.String()))
 	return ssh.New(ssh.Config{
@@ -52,4 +54,18 @@ func newExecutor(cfg config, secrets []string, log *zap.Logger) (executor.Execut
 		AllowEnv:     cfg.AllowEnv,
 		SecretValues: secrets,
 	})
+}
+
+// expectedLevels guesses what the local executor will offer, without the
+// sandbox probe: every level where bubblewrap is on PATH (the default then
+// workspace, or the level asked for), else off alone.
+func expectedLevels(asked executor.Level) ([]executor.Level, executor.Level) {
+	levels, def := executor.AllLevels(), executor.LevelWorkspace
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		levels, def = []executor.Level{executor.LevelOff}, executor.LevelOff
+	}
+	if asked != "" {
+		def = asked
+	}
+	return levels, def
 }

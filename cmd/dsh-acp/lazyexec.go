@@ -28,6 +28,12 @@ type localExecutor interface {
 type lazyExecutor struct {
 	build func() (localExecutor, error)
 	log   *zap.Logger
+	// expect guesses, without building, the levels the executor will
+	// offer and its default (Expected).
+	expect func() ([]executor.Level, executor.Level)
+
+	warmOnce sync.Once
+	ready    chan struct{} // closed once Warm built the executor and probed its levels
 
 	mu     sync.Mutex
 	ex     localExecutor // nil until built
@@ -41,7 +47,34 @@ type lazyExecutor struct {
 var _ localExecutor = (*lazyExecutor)(nil)
 
 func newLazyExecutor(build func() (localExecutor, error), log *zap.Logger) *lazyExecutor {
-	return &lazyExecutor{build: build, log: log, subs: map[int]func(executor.TaskDone){}, unsubs: map[int]func(){}}
+	return &lazyExecutor{build: build, log: log, subs: map[int]func(executor.TaskDone){}, unsubs: map[int]func(){}, ready: make(chan struct{})}
+}
+
+// Warm builds the executor and probes its levels on a goroutine of its
+// own, once: the daemon calls it once the initialize reply is out, so the
+// first session/new does not wait for the build (see Ready, Expected).
+func (l *lazyExecutor) Warm() {
+	l.warmOnce.Do(func() {
+		go func() {
+			defer close(l.ready)
+			if ex, err := l.get(); err == nil {
+				ex.Levels()
+			}
+		}()
+	})
+}
+
+// Ready is closed once Warm's build and probe ended: Levels, DefaultLevel
+// and Unavailable then answer without waiting.
+func (l *lazyExecutor) Ready() <-chan struct{} { return l.ready }
+
+// Expected guesses the levels and the default level without building:
+// what a session is offered until Ready.
+func (l *lazyExecutor) Expected() ([]executor.Level, executor.Level) {
+	if l.expect == nil {
+		return []executor.Level{executor.LevelOff}, executor.LevelOff
+	}
+	return l.expect()
 }
 
 // get builds the executor on the first call and returns it, or the error

@@ -13,7 +13,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -83,7 +82,7 @@ const bareHint = "dsh-acp is an ACP agent for editors such as Zed: it speaks JSO
 // serve wires the daemon and serves ACP on stdio until stdin closes, stdout
 // breaks, or SIGTERM/SIGINT/SIGHUP arrives.
 func serve(cfg config) error {
-	log, logOut, closeLog, err := newLogger(cfg.LogFile, cfg.LogLevel)
+	log, _, closeLog, err := newLogger(cfg.LogFile, cfg.LogLevel)
 	if err != nil {
 		return err
 	}
@@ -149,7 +148,6 @@ func serve(cfg config) error {
 		Sandbox:     cfg.Sandbox,
 		Store:       store,
 		Logger:      log,
-		SDKLogger:   slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		MaxLine:     cfg.MaxLine,
 		// The signal handlers start a thread; installed after the first
 		// reply, they do not delay it (see signalHandlers).

@@ -30,7 +30,7 @@ func TestBenchmarkPrintsEveryRow(t *testing.T) {
 	printTable(&b, rows, o)
 	out := b.String()
 	for _, want := range []string{
-		"cold start", "reference", "peak RSS after initialize", "per call, sandboxed", "per call, unsandboxed",
+		"cold start", "reference", "peak RSS after initialize", "first session/new", "per call, sandboxed", "per call, unsandboxed",
 		"lines 20ms apart: p50", "lines 10ms apart: p99", "lines 1ms apart: updates per second",
 		"capture 1 MiB of /dev/zero via !: throughput", "capture 1 MiB of printable via model bash: RSS growth",
 		"replay 50 calls (session/load", "replay 50 calls: peak RSS", "first replayed update", "shutdown",

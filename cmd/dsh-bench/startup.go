@@ -39,7 +39,7 @@ func startupRows(h *harness) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	var rss samples
+	var rss, first samples
 	for range h.runs(3) {
 		r, err := sessionRSS(h)
 		if err != nil {
@@ -47,13 +47,40 @@ func startupRows(h *harness) ([]row, error) {
 		}
 		rss = append(rss, float64(r)/(1<<20))
 	}
+	for range h.opt.runs {
+		d, err := firstSession(h)
+		if err != nil {
+			return nil, err
+		}
+		first = append(first, ms(d))
+	}
 	refRow := ratioRow("  reference: the responder linked with dsh-acp's libraries", "ms", ref, 0, false)
 	refRow.target, refRow.ok = "(reference)", true
 	return []row{
 		ratioRow("cold start (spawn → initialize reply)", "ms", daemon, 2, false),
 		refRow,
 		boundRow("peak RSS after initialize + session/new", "MiB", rss, 20),
+		boundRow("first session/new (default sandbox level)", "ms", first, 5),
 	}, nil
+}
+
+// firstSession measures a daemon's first session/new, sent once the
+// initialize reply arrived, at the default sandbox level (the executor and
+// the sandbox probe must not be on its way).
+func firstSession(h *harness) (time.Duration, error) {
+	a, err := h.spawn("DSH_SANDBOX=")
+	if err != nil {
+		return 0, err
+	}
+	defer a.close()
+	if err := a.initialize(); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if _, err := a.newSession(h.work); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
 }
 
 // timeInitialize measures spawn → initialize reply, then lets the agent exit.

@@ -78,6 +78,7 @@ type Session struct {
 	sink     event.Sink
 	approver Approver
 	cfg      Config
+	files    tools.ClientFiles // the client's file methods; nil: none (SetClientFiles)
 	log      *zap.Logger
 	base     string // the rendered base system prompt
 
@@ -142,10 +143,10 @@ func NewSession(id, cwd string, model ModelClient, box Toolbox, sink event.Sink,
 	}
 	s.hist = newHistory(s.acct)
 	s.base = renderBase(cfg.SystemPrompt, cwd)
+	// The tools' section (which may ask the executor for its default
+	// level) joins at the first turn's refreshSystem, off the session/new
+	// reply's way.
 	s.system = s.base
-	if sec := box.PromptSection(s.toolSession()); sec != "" {
-		s.system += "\n\n" + sec
-	}
 	return s
 }
 
@@ -335,8 +336,12 @@ func (s *Session) toolDefs() []llm.ToolDef {
 }
 
 func (s *Session) toolSession() tools.Session {
-	return tools.Session{ID: s.id, Cwd: s.cwd, Level: s.Sandbox()}
+	return tools.Session{ID: s.id, Cwd: s.cwd, Level: s.Sandbox(), Files: s.files}
 }
+
+// SetClientFiles gives the session's tool calls the client's file methods
+// (nil: none). Call it before the session's first turn.
+func (s *Session) SetClientFiles(f tools.ClientFiles) { s.files = f }
 
 // emptyBox is the toolbox of a session given none.
 type emptyBox struct{}

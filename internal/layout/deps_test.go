@@ -18,7 +18,7 @@ const module = "github.com/dsh-acp/dsh-acp"
 var layers = [][]string{
 	{"cmd/dsh-acp", "cmd/dsh-bench", "cmd/dsh-bench/floor", "cmd/dsh-bench/minimal"},
 	{"acp"},
-	{"acp/ingress"},
+	{"internal/approval"},
 	{"internal/chat"},
 	{"internal/agent"},
 	{"internal/mcp"},
@@ -35,6 +35,7 @@ var layers = [][]string{
 	{"executor/executortest", "executor/executorfake"},
 	{"executor/engine"},
 	{"executor"},
+	{"internal/rpc"},
 	{"internal/event", "internal/privdir", "internal/wirejson"},
 	// Test helpers and this package import nothing of the project's.
 	{"internal/acptest", "internal/eventually", "internal/layout", "internal/registry", "internal/mcp/mcptest", "internal/sshdtest"},

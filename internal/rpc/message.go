@@ -1,4 +1,4 @@
-package ingress
+package rpc
 
 import (
 	"bytes"
@@ -7,9 +7,8 @@ import (
 	"unicode/utf8"
 )
 
-// header holds the members of a message the Guard checks. encoding/json
-// matches keys as the SDK's own decoding does (same package, same tags), so
-// the Guard and the SDK agree on what a line says.
+// header holds the members of a message. It is the line's one decode: the
+// params are kept raw for the handler, which decodes them once.
 type header struct {
 	JSONRPC json.RawMessage `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
@@ -28,10 +27,23 @@ func (p *presence) UnmarshalJSON([]byte) error {
 	return nil
 }
 
-// classified is a valid line: a message to forward, or a response dropped
+// message is one valid inbound JSON-RPC message. A request has Method and
+// ID; a notification has Method and a nil ID (an explicit "id":null counts
+// as a notification); a response to one of the daemon's own requests has
+// an empty Method and its ID.
+type message struct {
+	Method string
+	ID     json.RawMessage // a JSON string (valid UTF-8) or number as on the wire
+	Params json.RawMessage // as on the wire; nil when absent
+}
+
+func (m message) isResponse() bool     { return m.Method == "" }
+func (m message) isNotification() bool { return m.Method != "" && m.ID == nil }
+
+// classified is a valid line: a message to take, or a response dropped
 // without a reply.
 type classified struct {
-	Message
+	message
 	dropped string // non-empty: the response is dropped, for this reason
 }
 
@@ -101,7 +113,7 @@ func classify(line []byte) (classified, *rejection) {
 	case h.Method != nil:
 		return classifyRequest(&h, echo)
 	case bool(h.Result || h.Error) && badText:
-		return classified{Message: Message{}, dropped: "response id is not valid UTF-8"}, nil
+		return classified{dropped: "response id is not valid UTF-8"}, nil
 	case bool(h.Result || h.Error):
 		return classifyResponse(&h, kind), nil
 	default:
@@ -121,14 +133,14 @@ func classifyRequest(h *header, echo json.RawMessage) (classified, *rejection) {
 	if p := h.Params; p != nil && p[0] != '{' && p[0] != '[' && string(p) != "null" {
 		return classified{}, invalid("params must be an object or an array", echo)
 	}
-	return classified{Message: Message{Method: method, ID: echo, Params: h.Params}}, nil
+	return classified{message: message{Method: method, ID: echo, Params: h.Params}}, nil
 }
 
 // classifyResponse checks a response to one of the daemon's requests. An
 // invalid response is never answered (a reply to a reply could loop between
 // peers); it is dropped and logged.
 func classifyResponse(h *header, kind idKind) classified {
-	c := classified{Message: Message{ID: h.ID}}
+	c := classified{message: message{ID: h.ID}}
 	switch {
 	case !isVersion2(h.JSONRPC):
 		c.dropped = `jsonrpc is not "2.0"`

@@ -1,5 +1,5 @@
 //go:build !race
 
-package acp
+package presentation
 
 const raceEnabled = false

@@ -1,4 +1,4 @@
-package acp
+package presentation
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
-	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
@@ -23,24 +22,27 @@ func TestUpdateWriterMatchesTheSDK(t *testing.T) {
 		sdk.UpdateUserMessageText("hi"),
 		sdk.UpdateAgentMessageText("an <answer> & more"),
 		sdk.UpdateAgentThoughtText("hmm"),
-		presentation.OpenCard("c1", term, "/tmp", presentation.Caps{Terminal: true}),
-		presentation.OpenCard("c2", generic, "/tmp", presentation.Caps{}),
+		OpenCard("c1", term, "/tmp", Caps{Terminal: true}),
+		OpenCard("c2", generic, "/tmp", Caps{}),
 		{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{CurrentModeId: "auto"}},
 		{UsageUpdate: &sdk.SessionUsageUpdate{Used: 1234, Size: 8000}},
 		{UsageUpdate: &sdk.SessionUsageUpdate{Used: 1, Size: 2, Cost: &sdk.Cost{Amount: 0.25, Currency: "USD"}}},
-		availableCommands(),
-		{ConfigOptionUpdate: &sdk.SessionConfigOptionUpdate{ConfigOptions: append(modeOptions("ask"), modelOption("m1", []string{"m0", "m1"}))}},
+		{AvailableCommandsUpdate: &sdk.SessionAvailableCommandsUpdate{AvailableCommands: []sdk.AvailableCommand{
+			{Name: "help", Description: "List the commands"},
+			{Name: "model", Description: "Switch the model", Input: &sdk.AvailableCommandInput{Unstructured: &sdk.UnstructuredCommandInput{Hint: "model id"}}},
+		}}},
+		{ConfigOptionUpdate: &sdk.SessionConfigOptionUpdate{ConfigOptions: []sdk.SessionConfigOption{selectOption("model", "m1", "m0", "m1")}}},
 	}
-	if u, ok := presentation.CardOutput("c1", "live\n", presentation.Caps{Terminal: true}); ok {
+	if u, ok := CardOutput("c1", "live\n", Caps{Terminal: true}); ok {
 		updates = append(updates, u)
 	}
-	updates = append(updates, presentation.CloseCard("c1", term, res, presentation.Caps{Terminal: true}, false)...)
-	updates = append(updates, presentation.CloseCard("c1", term, res, presentation.Caps{}, false)...)
-	updates = append(updates, presentation.CloseCard("c2", generic, tools.ResultIntent{Card: tools.CardGeneric, Content: []string{"done"}}, presentation.Caps{}, false)...)
+	updates = append(updates, CloseCard("c1", term, res, Caps{Terminal: true}, false)...)
+	updates = append(updates, CloseCard("c1", term, res, Caps{}, false)...)
+	updates = append(updates, CloseCard("c2", generic, tools.ResultIntent{Card: tools.CardGeneric, Content: []string{"done"}}, Caps{}, false)...)
 
 	for i, u := range updates {
 		var buf bytes.Buffer
-		w := newUpdateWriter(&buf)
+		w := NewUpdateWriter(&buf)
 		n := sdk.SessionNotification{SessionId: "s1", Update: u}
 		if err := w.SessionUpdate(t.Context(), n); err != nil {
 			t.Fatal(err)
@@ -71,4 +73,17 @@ func TestUpdateWriterMatchesTheSDK(t *testing.T) {
 			t.Errorf("update %d differs from the SDK's:\n got %s\nwant %s", i, got.Params, sdkParams)
 		}
 	}
+}
+
+// selectOption is a select config option with values, current chosen.
+func selectOption(id, current string, values ...string) sdk.SessionConfigOption {
+	opts := make(sdk.SessionConfigSelectOptionsUngrouped, 0, len(values))
+	for _, v := range values {
+		opts = append(opts, sdk.SessionConfigSelectOption{Value: sdk.SessionConfigValueId(v), Name: v, Description: sdk.Ptr("about " + v)})
+	}
+	o := sdk.NewSessionConfigOptionSelect(sdk.SessionConfigValueId(current), sdk.SessionConfigSelectOptions{Ungrouped: &opts})
+	o.Select.Id = sdk.SessionConfigId(id)
+	o.Select.Name = id
+	o.Select.Category = sdk.Ptr(sdk.SessionConfigOptionCategoryModel)
+	return o
 }

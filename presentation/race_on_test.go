@@ -1,6 +1,6 @@
 //go:build race
 
-package acp
+package presentation
 
 // raceEnabled: the race detector makes sync.Pool drop items at random, so
 // allocation counts through a pool mean nothing.

@@ -1,4 +1,4 @@
-package acp
+package presentation
 
 import (
 	"bytes"
@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	sdk "github.com/coder/acp-go-sdk"
-
-	"github.com/dsh-acp/dsh-acp/presentation"
 )
 
 var jsonStrings = []string{
@@ -22,12 +20,12 @@ var jsonStrings = []string{
 // through the generic encoder.
 func TestLiveOutputLineMatchesTheGenericEncoder(t *testing.T) {
 	for _, data := range jsonStrings[1:] {
-		u, ok := presentation.CardOutput("call_1", data, presentation.Caps{Terminal: true})
+		u, ok := CardOutput("call_1", data, Caps{Terminal: true})
 		if !ok {
 			t.Fatal("no live output update")
 		}
 		var direct bytes.Buffer
-		if err := newUpdateWriter(&direct).SessionUpdate(t.Context(), sdk.SessionNotification{SessionId: "s\"1", Update: u}); err != nil {
+		if err := NewUpdateWriter(&direct).SessionUpdate(t.Context(), sdk.SessionNotification{SessionId: "s\"1", Update: u}); err != nil {
 			t.Fatal(err)
 		}
 		var generic bytes.Buffer
@@ -49,8 +47,8 @@ func TestLiveOutputEncodingDoesNotAllocate(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector makes sync.Pool drop buffers at random; run without -race")
 	}
-	w := newUpdateWriter(io.Discard)
-	u, _ := presentation.CardOutput("call_1", strings.Repeat("\x00", 64<<10), presentation.Caps{Terminal: true})
+	w := NewUpdateWriter(io.Discard)
+	u, _ := CardOutput("call_1", strings.Repeat("\x00", 64<<10), Caps{Terminal: true})
 	n := sdk.SessionNotification{SessionId: "s1", Update: u}
 	if err := w.SessionUpdate(t.Context(), n); err != nil {
 		t.Fatal(err)
@@ -77,7 +75,7 @@ func TestUpdateWriterMatchesTheSDKForOtherShapes(t *testing.T) {
 	for i, u := range updates {
 		var buf bytes.Buffer
 		n := sdk.SessionNotification{SessionId: "s1", Update: u}
-		if err := newUpdateWriter(&buf).SessionUpdate(t.Context(), n); err != nil {
+		if err := NewUpdateWriter(&buf).SessionUpdate(t.Context(), n); err != nil {
 			t.Fatal(err)
 		}
 		sdkLine, err := json.Marshal(n)

@@ -1,4 +1,4 @@
-package acp
+package presentation
 
 import (
 	"bytes"
@@ -8,27 +8,24 @@ import (
 	"sync"
 
 	sdk "github.com/coder/acp-go-sdk"
-
-	"github.com/dsh-acp/dsh-acp/presentation"
 )
 
-// updateWriter writes session/update notifications straight to the
-// connection's serialized writer, one whole line per Write.
-//
-// The SDK's own SessionUpdate marshals every update through a
-// map[string]any round trip (marshal, unmarshal, marshal, then once more
-// for the envelope): that cost 8× the journal's decode time on replay, and
-// loses integer precision above 2^53. The variant structs marshal directly
-// to the same wire shape. Ordering holds because every update of a request
-// is written before its handler returns, and the SDK writes the response
-// only after that, through the same writer.
-type updateWriter struct {
+// UpdateWriter writes session/update notifications straight to the
+// connection's serialized writer, one whole line per Write: the one encoder
+// of session/update. The shapes cards send are appended by hand
+// (encode.go); the others go through encoding/json on variant structs —
+// never the SDK's own marshalling, a map[string]any round trip that cost 8×
+// the journal's decode time on replay and loses integer precision above
+// 2^53. Ordering holds because every update of a request is written before
+// its handler writes the reply, through the same writer.
+type UpdateWriter struct {
 	w    io.Writer
 	pool sync.Pool // of *lineEncoder
 }
 
-func newUpdateWriter(w io.Writer) *updateWriter {
-	return &updateWriter{w: w, pool: sync.Pool{New: func() any { return newLineEncoder() }}}
+// NewUpdateWriter returns an UpdateWriter writing to w.
+func NewUpdateWriter(w io.Writer) *UpdateWriter {
+	return &UpdateWriter{w: w, pool: sync.Pool{New: func() any { return newLineEncoder() }}}
 }
 
 type wireNotification struct {
@@ -49,7 +46,7 @@ const maxPooledUpdate = 1 << 20
 // SessionUpdate writes one notification. The shapes cards send (live
 // output above all) are appended straight into the line (wire.go); any
 // other goes through encoding/json.
-func (u *updateWriter) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
+func (u *UpdateWriter) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
 	e := u.pool.Get().(*lineEncoder)
 	defer func() {
 		if cap(e.buf) > maxPooledUpdate {
@@ -70,7 +67,7 @@ func (u *updateWriter) SessionUpdate(_ context.Context, n sdk.SessionNotificatio
 
 // line encodes one notification into e.buf.
 func (e *lineEncoder) line(sessionID string, update sdk.SessionUpdate) ([]byte, error) {
-	if id, data, ok := presentation.LiveOutput(update); ok {
+	if id, data, ok := LiveOutput(update); ok {
 		e.buf = appendLiveOutput(e.buf[:0], sessionID, id, data)
 		return e.buf, nil
 	}
@@ -219,13 +216,16 @@ func isPlainText(b sdk.ContentBlock) bool {
 		b.Image == nil && b.Audio == nil && b.ResourceLink == nil && b.Resource == nil
 }
 
-// lineBatch gathers whole lines and writes them to w in large batches, for
+// NewLineBatch returns a LineBatch writing to w.
+func NewLineBatch(w io.Writer) *LineBatch { return &LineBatch{w: w} }
+
+// LineBatch gathers whole lines and writes them to w in large batches, for
 // replay: one write per ~64 KiB instead of one per update. Every Write to w
 // carries whole lines only, so another session's live updates, written to
 // the same serialized writer, never split one. The first line goes out at
 // once, so the client sees the replay start immediately. Not safe for
 // concurrent use (the replay drawer is its only writer).
-type lineBatch struct {
+type LineBatch struct {
 	w       io.Writer
 	buf     []byte
 	flushed bool // the first line went out
@@ -234,7 +234,7 @@ type lineBatch struct {
 
 const lineBatchSize = 64 << 10
 
-func (b *lineBatch) Write(p []byte) (int, error) {
+func (b *LineBatch) Write(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
@@ -247,7 +247,7 @@ func (b *lineBatch) Write(p []byte) (int, error) {
 }
 
 // Flush writes what is gathered.
-func (b *lineBatch) Flush() error {
+func (b *LineBatch) Flush() error {
 	if len(b.buf) > 0 && b.err == nil {
 		_, b.err = b.w.Write(b.buf)
 		b.buf = b.buf[:0]

@@ -1,4 +1,4 @@
-package ingress
+package rpc
 
 import (
 	"bufio"
@@ -8,54 +8,84 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 )
 
-// result is what one guarded run produced.
+// result is what one run produced.
 type result struct {
-	forwarded string    // what the SDK side read
-	replies   string    // the Guard's error replies
-	observed  []Message // Observe calls, in order
+	forwarded string     // the requests and notifications taken, canonical (see canon)
+	replies   string     // what the connection wrote
+	observed  []*Request // Preempt calls, in order
 	runErr    error
 }
 
-// runGuard guards input to EOF and collects everything the Guard produced.
+// recorder is a Preempter that takes every message and answers nothing.
+type recorder struct {
+	mu   sync.Mutex
+	seen []*Request
+	take func(r *Request) bool // nil: take all
+}
+
+func (p *recorder) Preempt(r *Request) bool {
+	p.mu.Lock()
+	p.seen = append(p.seen, r)
+	p.mu.Unlock()
+	if p.take != nil {
+		return p.take(r)
+	}
+	return true
+}
+
+// render is a message as canon writes it.
+func render(method string, id, params json.RawMessage) string {
+	return fmt.Sprintf("%s %s %s\n", method, id, params)
+}
+
+// canon renders a valid request or notification line as the harness
+// records what the connection took: method, id and params.
+func canon(line string) string {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		panic(err)
+	}
+	if string(m.ID) == "null" {
+		m.ID = nil
+	}
+	return render(m.Method, m.ID, m.Params)
+}
+
+// runGuard runs a connection on input to EOF and collects everything it
+// produced.
 func runGuard(t *testing.T, input io.Reader, opts Options) result {
 	t.Helper()
 	var res result
 	var replies bytes.Buffer
-	decide := opts.Observe
-	opts.Observe = func(m Message) Verdict {
-		res.observed = append(res.observed, m)
-		if decide != nil {
-			return decide(m)
-		}
-		return Verdict{}
-	}
-	g := New(input, NewLockedWriter(&replies), opts)
-	fwd := make(chan string, 1)
-	go func() {
-		b, err := io.ReadAll(g.Reader())
-		if err != nil {
-			t.Errorf("read forwarded: %v", err)
-		}
-		fwd <- string(b)
-	}()
-	res.runErr = g.Run(context.Background())
-	res.forwarded = <-fwd
-	res.replies = replies.String()
+	rec := &recorder{}
+	c := NewConn(input, NewOutput(&replies, nil), rec, opts)
+	res.runErr = c.Run(context.Background())
 	select {
-	case <-g.Done():
+	case <-c.Done():
 	default:
 		t.Fatal("Done not closed after Run returned")
 	}
+	res.observed = rec.seen
+	for _, r := range rec.seen {
+		res.forwarded += render(r.Method, r.ID, r.Params)
+	}
+	res.replies = replies.String()
 	return res
 }
 
@@ -118,7 +148,7 @@ func TestRejectedLines(t *testing.T) {
 			if res.replies != tt.reply+"\n" {
 				t.Errorf("reply\n got %s\nwant %s", res.replies, tt.reply)
 			}
-			if res.forwarded != next+"\n" {
+			if res.forwarded != canon(next) {
 				t.Errorf("forwarded %q, want only the next valid line", res.forwarded)
 			}
 			if len(res.observed) != 1 || res.observed[0].Method != "next" {
@@ -161,18 +191,21 @@ func TestValidLinesForwardedUnchanged(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res := runGuard(t, strings.NewReader(tt.line+"\n"), Options{})
-			if res.forwarded != tt.line+"\n" {
-				t.Errorf("forwarded %q, want %q", res.forwarded, tt.line+"\n")
-			}
 			if res.replies != "" {
 				t.Errorf("unexpected reply %s", res.replies)
+			}
+			if tt.isResponse { // no request of the daemon's is pending: dropped
+				if len(res.observed) != 0 {
+					t.Errorf("a response reached the Preempter: %+v", res.observed)
+				}
+				return
 			}
 			if len(res.observed) != 1 {
 				t.Fatalf("observed %d messages, want 1", len(res.observed))
 			}
 			m := res.observed[0]
 			if m.Method != tt.method || string(m.ID) != tt.id || string(m.Params) != tt.params ||
-				m.Len != len(tt.line) || m.IsNotification() != tt.isNotification || m.IsResponse() != tt.isResponse {
+				m.IsNotification() != tt.isNotification {
 				t.Errorf("observed %+v (ID %s, Params %s)", m, m.ID, m.Params)
 			}
 		})
@@ -204,8 +237,8 @@ func TestSkippedLines(t *testing.T) {
 func TestLastLineWithoutNewline(t *testing.T) {
 	line := `{"jsonrpc":"2.0","id":1,"method":"m"}`
 	res := runGuard(t, strings.NewReader(line), Options{})
-	if res.forwarded != line+"\n" {
-		t.Errorf("forwarded %q, want %q", res.forwarded, line+"\n")
+	if res.forwarded != canon(line) {
+		t.Errorf("forwarded %q, want %q", res.forwarded, canon(line))
 	}
 }
 
@@ -240,9 +273,9 @@ func TestOverLongLines(t *testing.T) {
 			if res.replies != tt.reply {
 				t.Errorf("reply\n got %s\nwant %s", res.replies, tt.reply)
 			}
-			want := next + "\n"
+			want := canon(next)
 			if tt.reply == "" {
-				want = tt.line + "\n" + want
+				want = canon(tt.line) + want
 			}
 			if res.forwarded != want {
 				t.Errorf("forwarded %d bytes, want %d", len(res.forwarded), len(want))
@@ -318,7 +351,7 @@ func TestOverLongLineMemoryBounded(t *testing.T) {
 	if !strings.Contains(res.replies, `"id":1,`) || !strings.Contains(res.replies, "line too long") {
 		t.Errorf("reply %s", res.replies)
 	}
-	if res.forwarded != next+"\n" {
+	if res.forwarded != canon(next) {
 		t.Errorf("forwarded %d bytes, want the next line only", len(res.forwarded))
 	}
 	// Buffering the line would take 16 MiB; the cap bounds the buffer to
@@ -329,39 +362,20 @@ func TestOverLongLineMemoryBounded(t *testing.T) {
 	}
 }
 
-func TestMaxLineClampedToSDK(t *testing.T) {
-	for _, in := range []int{0, -1, 64 << 20, SDKMaxLine + 1} {
-		if got := New(strings.NewReader(""), io.Discard, Options{MaxLine: in}).MaxLine(); got != SDKMaxLine {
-			t.Errorf("MaxLine(%d) = %d, want %d", in, got, SDKMaxLine)
+func TestMaxLineDefault(t *testing.T) {
+	for _, in := range []int{0, -1} {
+		if got := NewConn(strings.NewReader(""), NewOutput(io.Discard, nil), nil, Options{MaxLine: in}).MaxLine(); got != DefaultMaxLine {
+			t.Errorf("MaxLine(%d) = %d, want %d", in, got, DefaultMaxLine)
 		}
 	}
-	if got := New(strings.NewReader(""), io.Discard, Options{MaxLine: 10}).MaxLine(); got != 10 {
+	if got := NewConn(strings.NewReader(""), NewOutput(io.Discard, nil), nil, Options{MaxLine: 10}).MaxLine(); got != 10 {
 		t.Errorf("MaxLine(10) = %d", got)
 	}
 }
 
-// orderLog records events from the Guard's and the reader's goroutines.
-type orderLog struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (l *orderLog) add(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.events = append(l.events, fmt.Sprintf(format, args...))
-}
-
-func (l *orderLog) index(event string) int {
-	for i, e := range l.events {
-		if e == event {
-			return i
-		}
-	}
-	return -1
-}
-
-func TestObserverRunsInWireOrderBeforeForwarding(t *testing.T) {
+// The Preempter sees every request and notification in wire order, each
+// before the next line is read; responses never reach it.
+func TestPreempterRunsInWireOrder(t *testing.T) {
 	lines := []string{
 		`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s"}}`,
 		`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}`,
@@ -369,130 +383,188 @@ func TestObserverRunsInWireOrderBeforeForwarding(t *testing.T) {
 		`{"jsonrpc":"2.0","id":0,"result":{}}`,
 		`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}`,
 	}
-	var log orderLog
-	g := New(strings.NewReader(strings.Join(lines, "\n")+"\n"), io.Discard, Options{
-		Observe: func(m Message) Verdict {
-			log.add("observe %d start", m.Len)
-			log.add("observe %s %s end", m.Method, m.ID)
-			return Verdict{}
-		},
-	})
-	readDone := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(g.Reader())
-		for i := 0; sc.Scan(); i++ {
-			log.add("forward %d", i)
-		}
-		readDone <- sc.Err()
-	}()
-	if err := g.Run(context.Background()); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if err := <-readDone; err != nil {
-		t.Fatalf("reader: %v", err)
-	}
-	for i, line := range lines {
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatal(err)
-		}
-		end := log.index(fmt.Sprintf("observe %s %s end", m.Method, m.ID))
-		fwd := log.index(fmt.Sprintf("forward %d", i))
-		if end < 0 || fwd < 0 || end > fwd {
-			t.Errorf("line %d: observer end at %d, forward at %d; want observe before forward", i, end, fwd)
-		}
-		if i > 0 {
-			if prev := log.index(fmt.Sprintf("forward %d", i-1)); prev > fwd {
-				t.Errorf("line %d forwarded before line %d", i, i-1)
-			}
-		}
-	}
-	var observed []string
-	for _, e := range log.events {
-		if strings.HasSuffix(e, " end") {
-			observed = append(observed, e)
-		}
-	}
-	want := []string{
-		"observe session/prompt 1 end", "observe session/cancel  end", "observe session/prompt 2 end",
-		"observe  0 end", "observe session/cancel  end",
-	}
-	if strings.Join(observed, "|") != strings.Join(want, "|") {
-		t.Errorf("observed\n %q\nwant\n %q", observed, want)
+	res := runGuard(t, strings.NewReader(strings.Join(lines, "\n")+"\n"), Options{})
+	want := canon(lines[0]) + canon(lines[1]) + canon(lines[2]) + canon(lines[4])
+	if res.forwarded != want {
+		t.Errorf("preempted\n%s\nwant\n%s", res.forwarded, want)
 	}
 }
 
-func TestObserverBlocksForwarding(t *testing.T) {
+// blockingReader yields its lines, then blocks until closed.
+func TestPreempterHoldsTheNextLine(t *testing.T) {
 	release := make(chan struct{})
-	entered := make(chan struct{})
-	line := `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}` + "\n"
-	g := New(strings.NewReader(line), io.Discard, Options{Observe: func(Message) Verdict {
-		close(entered)
+	entered := make(chan struct{}, 2)
+	in, inW := io.Pipe()
+	rec := &recorder{take: func(*Request) bool {
+		entered <- struct{}{}
 		<-release
-		return Verdict{}
-	}})
-	go func() { _ = g.Run(context.Background()) }()
-	<-entered
-	got := make(chan string, 1)
+		return true
+	}}
+	c := NewConn(in, NewOutput(io.Discard, nil), rec, Options{})
+	go func() { _ = c.Run(context.Background()) }()
 	go func() {
-		b, _ := io.ReadAll(g.Reader())
-		got <- string(b)
+		_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","method":"a"}`+"\n"+`{"jsonrpc":"2.0","method":"b"}`+"\n")
+		_ = inW.Close()
 	}()
-	// The observer holds the line: nothing can have been forwarded yet.
+	<-entered
 	select {
-	case s := <-got:
-		t.Fatalf("forwarded %q while the observer ran", s)
+	case <-entered:
+		t.Fatal("the second line was taken while the Preempter held the first")
 	default:
 	}
 	close(release)
-	if s := <-got; s != line {
-		t.Errorf("forwarded %q, want %q", s, line)
+	<-c.Done()
+	if len(rec.seen) != 2 || rec.seen[1].Method != "b" {
+		t.Errorf("seen %+v", rec.seen)
 	}
 }
 
-func TestObserverPanicStillForwards(t *testing.T) {
+// A Preempter's panic answers its request with -32603 and the connection
+// keeps reading.
+func TestPreempterPanicAnswersInternalError(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	line := `{"jsonrpc":"2.0","id":1,"method":"m"}`
-	var replies bytes.Buffer
-	g := New(strings.NewReader(line+"\n"), &replies, Options{
-		Observe: func(Message) Verdict { panic("boom") },
-		Logger:  zap.New(core),
-	})
-	fwd := make(chan []byte, 1)
-	go func() {
-		b, _ := io.ReadAll(g.Reader())
-		fwd <- b
-	}()
-	if err := g.Run(context.Background()); err != nil {
+	var out bytes.Buffer
+	n := 0
+	rec := &recorder{take: func(*Request) bool {
+		n++
+		if n == 1 {
+			panic("boom")
+		}
+		return true
+	}}
+	c := NewConn(strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"m"}`+"\n"+`{"jsonrpc":"2.0","id":2,"method":"m"}`+"\n"),
+		NewOutput(&out, nil), rec, Options{Logger: zap.New(core)})
+	if err := c.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := string(<-fwd); got != line+"\n" {
-		t.Errorf("forwarded %q", got)
+	want := `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Internal error","data":{"error":"internal error in m"}}}` + "\n"
+	if out.String() != want {
+		t.Errorf("wrote %q, want %q", out.String(), want)
 	}
-	if logs.FilterMessage("ingress: observer panicked").Len() != 1 {
-		t.Errorf("panic not logged: %v", logs.All())
+	if len(rec.seen) != 2 || logs.FilterMessage("rpc: preempter panicked").Len() != 1 {
+		t.Errorf("seen %d, logs %v", len(rec.seen), logs.All())
 	}
 }
 
-func TestEOFClosesReaderAndDone(t *testing.T) {
+// Each request gets exactly one reply, whatever its id: a reused id is
+// answered once per request, a second Reply writes nothing, and a handler
+// that forgets to answer or panics still gets its request answered.
+func TestExactlyOneReplyPerRequest(t *testing.T) {
+	var out bytes.Buffer
+	o := NewOutput(&out, nil)
+	var wg sync.WaitGroup
+	handler := func(r *Request) {
+		defer wg.Done()
+		switch string(r.Params) {
+		case `{"do":"twice"}`:
+			if !r.Reply("first", nil) || r.Reply("second", nil) {
+				t.Error("Reply reported the wrong call as the reply")
+			}
+		case `{"do":"panic"}`:
+			panic("boom")
+		case `{"do":"forget"}`:
+		}
+	}
+	input := `{"jsonrpc":"2.0","id":7,"method":"m","params":{"do":"twice"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":7,"method":"m","params":{"do":"twice"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":"p","method":"m","params":{"do":"panic"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":-1.5e3,"method":"m","params":{"do":"forget"}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"m","params":{"do":"twice"}}` + "\n"
+	wg.Add(4)
+	c := NewConn(strings.NewReader(input), o, nil, Options{Handler: handler})
+	if err := c.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if n := c.Wait(ctx); n != 0 {
+		t.Fatalf("%d requests unanswered", n)
+	}
+	wg.Wait()
+	got := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m struct{ ID json.RawMessage }
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		got[string(m.ID)]++
+	}
+	want := map[string]int{"7": 2, `"p"`: 1, "-1.5e3": 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("replies by id %v, want %v\n%s", got, want, out.String())
+	}
+	if strings.Count(out.String(), `"second"`) != 0 {
+		t.Errorf("a second reply was written:\n%s", out.String())
+	}
+}
+
+// $/cancel_request ends the context of the request it names.
+func TestCancelRequestEndsTheRequestsContext(t *testing.T) {
 	in, inW := io.Pipe()
-	g := New(in, io.Discard, Options{})
+	started := make(chan *Request, 1)
+	c := NewConn(in, NewOutput(io.Discard, nil), nil, Options{Handler: func(r *Request) {
+		started <- r
+		<-r.Context().Done()
+		r.Reply(nil, r.Context().Err())
+	}})
+	go func() { _ = c.Run(context.Background()) }()
+	_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":"slow","method":"m"}`+"\n")
+	r := <-started
+	_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"slow"}}`+"\n")
+	select {
+	case <-r.Context().Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request's context did not end")
+	}
+	_ = inW.Close()
+}
+
+// The daemon's own requests: Call writes the request and returns the
+// client's answer; a response the calling connection could not decode is
+// dropped without ending it; a stray response is dropped.
+func TestCallRoundTrip(t *testing.T) {
+	in, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c := NewConn(in, NewOutput(outW, nil), nil, Options{})
+	go func() { _ = c.Run(context.Background()) }()
+	result := make(chan error, 1)
+	var got struct{ Answer string }
+	go func() { result <- c.Call(context.Background(), "ask", map[string]string{"q": "?"}, &got) }()
+	sc := bufio.NewScanner(outR)
+	if !sc.Scan() {
+		t.Fatal("no request written")
+	}
+	var req struct {
+		ID     json.RawMessage
+		Method string
+	}
+	if err := json.Unmarshal(sc.Bytes(), &req); err != nil || req.Method != "ask" {
+		t.Fatalf("request %q: %v", sc.Bytes(), err)
+	}
+	_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"error":{"code":"bad"}}`+"\n")
+	_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":"stray","result":1}`+"\n")
+	_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":{"answer":"yes"}}`+"\n")
+	if err := <-result; err != nil || got.Answer != "yes" {
+		t.Fatalf("Call = %v, %+v", err, got)
+	}
+	_ = inW.Close()
+	<-c.Done()
+	if err := c.Call(context.Background(), "ask", nil, nil); err == nil {
+		t.Error("Call after the input ended succeeded")
+	}
+}
+
+func TestEOFClosesDone(t *testing.T) {
+	in, inW := io.Pipe()
+	c := NewConn(in, NewOutput(io.Discard, nil), nil, Options{})
 	runErr := make(chan error, 1)
-	go func() { runErr <- g.Run(context.Background()) }()
-	line := `{"jsonrpc":"2.0","method":"m"}` + "\n"
+	go func() { runErr <- c.Run(context.Background()) }()
 	go func() {
-		_, _ = io.WriteString(inW, line)
+		_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","method":"m"}`+"\n")
 		_ = inW.Close()
 	}()
-	b, err := io.ReadAll(g.Reader()) // returns at the Guard's EOF
-	if err != nil || string(b) != line {
-		t.Fatalf("ReadAll = %q, %v", b, err)
-	}
-	<-g.Done()
-	if err := g.Err(); err != nil {
+	<-c.Done()
+	if err := c.Err(); err != nil {
 		t.Errorf("Err = %v after clean EOF", err)
 	}
 	if err := <-runErr; err != nil {
@@ -506,42 +578,24 @@ func (r failingReader) Read([]byte) (int, error) { return 0, r.err }
 
 func TestReadErrorPropagates(t *testing.T) {
 	boom := errors.New("boom")
-	g := New(failingReader{boom}, io.Discard, Options{})
-	if err := g.Run(context.Background()); !errors.Is(err, boom) {
+	c := NewConn(failingReader{boom}, NewOutput(io.Discard, nil), nil, Options{})
+	if err := c.Run(context.Background()); !errors.Is(err, boom) {
 		t.Fatalf("Run = %v, want %v", err, boom)
 	}
-	if _, err := g.Reader().Read(make([]byte, 1)); !errors.Is(err, boom) {
-		t.Errorf("Reader error %v, want %v", err, boom)
-	}
-	if !errors.Is(g.Err(), boom) {
-		t.Errorf("Err = %v", g.Err())
+	if !errors.Is(c.Err(), boom) {
+		t.Errorf("Err = %v", c.Err())
 	}
 }
 
-func TestCancelClosesReaderWhileInputBlocks(t *testing.T) {
+func TestCancelEndsRunWhileInputBlocks(t *testing.T) {
 	in, inW := io.Pipe()
-	g := New(in, io.Discard, Options{})
+	c := NewConn(in, NewOutput(io.Discard, nil), nil, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	runErr := make(chan error, 1)
-	go func() { runErr <- g.Run(ctx) }()
+	go func() { runErr <- c.Run(ctx) }()
 	cancel()
-	<-g.Done() // closed although the input read is still blocked
-	if _, err := g.Reader().Read(make([]byte, 1)); !errors.Is(err, context.Canceled) {
-		t.Errorf("Reader error %v, want context.Canceled", err)
-	}
+	<-c.Done()      // closed although the input read is still blocked
 	_ = inW.Close() // unblocks the read
-	if err := <-runErr; !errors.Is(err, context.Canceled) {
-		t.Errorf("Run = %v, want context.Canceled", err)
-	}
-}
-
-func TestCancelUnblocksForwarding(t *testing.T) {
-	// Nobody reads Reader: the Guard blocks forwarding until ctx ends.
-	g := New(strings.NewReader(`{"jsonrpc":"2.0","method":"m"}`+"\n"), io.Discard, Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	runErr := make(chan error, 1)
-	go func() { runErr <- g.Run(ctx) }()
-	cancel()
 	if err := <-runErr; !errors.Is(err, context.Canceled) {
 		t.Errorf("Run = %v, want context.Canceled", err)
 	}
@@ -586,10 +640,10 @@ func (w *slowWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func TestLockedWriterNeverInterleaves(t *testing.T) {
+func TestOutputNeverInterleaves(t *testing.T) {
 	const writers, lines = 8, 50
 	var sw slowWriter
-	lw := NewLockedWriter(&sw)
+	lw := NewOutput(&sw, nil).Writer()
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Go(func() {
@@ -617,4 +671,42 @@ func TestLockedWriterNeverInterleaves(t *testing.T) {
 		}
 		next[v.Writer]++
 	}
+}
+
+// A pipe whose reader closes is reported without any write, once watched.
+func TestOutputNoticesAHangUp(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	o := NewOutput(w, zap.NewNop())
+	defer o.Close()
+	o.Watch()
+	select {
+	case <-o.Broken():
+		t.Fatal("broken while the reader is open")
+	default:
+	}
+	r.Close()
+	select {
+	case <-o.Broken():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hang-up was not noticed")
+	}
+}
+
+// A failed write marks the output broken.
+func TestOutputBrokenOnAFailedWrite(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	o := NewOutput(w, nil)
+	if err := o.Write([]byte("{}\n")); err == nil {
+		t.Fatal("write to a closed pipe succeeded")
+	}
+	<-o.Broken()
+	w.Close()
 }

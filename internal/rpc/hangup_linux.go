@@ -1,4 +1,4 @@
-package acp
+package rpc
 
 import "golang.org/x/sys/unix"
 

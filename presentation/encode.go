@@ -1,4 +1,4 @@
-package acp
+package presentation
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ func newLineEncoder() *lineEncoder {
 }
 
 // appendLiveOutput appends the session/update line of a card's live output
-// (presentation.LiveOutput), newline included: the bytes the generic
+// (LiveOutput), newline included: the bytes the generic
 // encoder writes for that update, field for field.
 func appendLiveOutput(b []byte, sessionID, callID, data string) []byte {
 	b = append(b, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":`...)

@@ -1,4 +1,4 @@
-package ingress
+package rpc
 
 import (
 	"bytes"
@@ -7,11 +7,11 @@ import (
 	"testing"
 )
 
-// Whatever a client sends, the guard never panics, every line it forwards
-// is one JSON object (what the SDK can take), every reply it writes is one
+// Whatever a client sends, the connection never panics, every message it
+// takes is one, every reply it writes is one
 // JSON-RPC error object, and a valid request after the garbage still gets
 // through.
-func FuzzGuard(f *testing.F) {
+func FuzzConn(f *testing.F) {
 	for _, seed := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`,
 		`{not json`, `[]`, `[{"jsonrpc":"2.0","id":1,"method":"x"}]`, `{"jsonrpc":"2.0","id":{},"method":"x"}`,
@@ -25,10 +25,9 @@ func FuzzGuard(f *testing.F) {
 	f.Fuzz(func(t *testing.T, garbage []byte) {
 		input := string(garbage) + "\n" + sentinel + "\n"
 		res := runGuard(t, strings.NewReader(input), Options{MaxLine: 1 << 12})
-		for _, line := range nonEmptyLines(res.forwarded) {
-			var obj map[string]json.RawMessage
-			if err := json.Unmarshal([]byte(line), &obj); err != nil {
-				t.Fatalf("forwarded a line the SDK cannot take: %q (%v)", line, err)
+		for _, r := range res.observed {
+			if r.Method == "" || r.ID != nil && !json.Valid(r.ID) || r.Params != nil && !json.Valid(r.Params) {
+				t.Fatalf("took a message that is not one: %+v", r)
 			}
 		}
 		for _, line := range nonEmptyLines(res.replies) {
@@ -44,7 +43,7 @@ func FuzzGuard(f *testing.F) {
 				t.Fatalf("bad error reply %q (%v)", line, err)
 			}
 		}
-		if !strings.HasSuffix(strings.TrimRight(res.forwarded, "\n"), sentinel) {
+		if !strings.HasSuffix(res.forwarded, canon(sentinel)) {
 			t.Fatalf("the valid request after the garbage was not forwarded last; forwarded %q", res.forwarded)
 		}
 	})
