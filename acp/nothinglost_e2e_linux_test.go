@@ -5,7 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/dsh-acp/dsh-acp/internal/acptest"
+	"github.com/dsh-acp/dsh-acp/internal/eventually"
 	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 )
 
@@ -90,5 +93,62 @@ func TestE2EHostileSpillDirIsRefused(t *testing.T) {
 				t.Errorf("wrote into the hostile directory: %v", entries)
 			}
 		})
+	}
+}
+
+// A large command completes while the state directory's disk is full, and
+// the disk stays full through a restart: its result was written compact,
+// so the reload shows the call completed with its exit status (not
+// "interrupted"), its card output cut behind a line saying so; the user was
+// told, once, that the session could not be saved whole.
+func TestE2EFullDiskResultSurvivesRestart(t *testing.T) {
+	state := acptest.MountTmpfs(t, "2m")
+	bin := daemonBinary(t)
+	d := startModelDaemon(t, bin, state, llmtest.New(t), nil)
+	cwd := t.TempDir()
+	sid := d.newSessionOnly(cwd)
+	d.promptExpect(sid, "!echo hello", "end_turn")
+	// The journal holds disk space back for compact records (a file in
+	// sessions/); fill the disk once it is there, when the binary makes one.
+	reserve := filepath.Join(state, "sessions", ".reserve")
+	if os.Getenv(binaryEnv) == "" {
+		eventually.True(t, 10*time.Second, func() bool { _, err := os.Stat(reserve); return err == nil }, "no reserve file")
+	}
+	acptest.FillDisk(t, filepath.Join(state, "filler"))
+	d.promptExpect(sid, "!head -c 300000 /dev/zero | tr '\\0' x; echo; echo done; exit 3", "end_turn")
+	if n := d.count(sid, "agent_message_chunk", "cannot be saved right now (no space left on device)"); n != 1 {
+		t.Errorf("the user was told %d times that the session is not saved, want once", n)
+	}
+	d.closeAndWait()
+
+	d2 := startModelDaemon(t, bin, state, llmtest.New(t), nil)
+	raw, err := d2.loadSession(sid, cwd)
+	if err != nil {
+		t.Fatalf("session/load: %v", err)
+	}
+	if strings.Contains(rawText(raw), "interrupted") {
+		t.Error("a call that completed replays as interrupted")
+	}
+	var big *card
+	for _, c := range cards(decodeUpdates(t, raw)) {
+		if strings.HasPrefix(c.open.Title, "head -c 300000") {
+			big = c
+		}
+	}
+	if big == nil || big.final == nil {
+		t.Fatalf("the big call does not replay as ended: %+v", big)
+	}
+	var exit *int
+	for _, u := range big.updates {
+		if u.Meta.Exit != nil {
+			exit = u.Meta.Exit.ExitCode
+		}
+	}
+	if exit == nil || *exit != 3 {
+		t.Errorf("the big call replays without its exit code 3: %v", exit)
+	}
+	output := strings.Join(big.outputs, "")
+	if !strings.HasSuffix(output, "done\n") || !strings.Contains(output, "bytes of this text were not saved (no space left on device)") {
+		t.Errorf("the replayed card output does not end as the call did behind the not-saved line: %.200q…%q", output, output[max(0, len(output)-40):])
 	}
 }
