@@ -1,6 +1,7 @@
 package acp_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,5 +151,39 @@ func TestE2EFullDiskResultSurvivesRestart(t *testing.T) {
 	output := strings.Join(big.outputs, "")
 	if !strings.HasSuffix(output, "done\n") || !strings.Contains(output, "bytes of this text were not saved (no space left on device)") {
 		t.Errorf("the replayed card output does not end as the call did behind the not-saved line: %.200q…%q", output, output[max(0, len(output)-40):])
+	}
+}
+
+// A torn last journal line (a crash mid-write) is cut when the session is
+// loaded again, and the log says how many bytes were cut (issue 31 item 5:
+// main did this already; this holds it).
+func TestE2ETornLineIsCutAndLogged(t *testing.T) {
+	state := t.TempDir()
+	bin := daemonBinary(t)
+	d := startModelDaemon(t, bin, state, llmtest.New(t), nil)
+	cwd := t.TempDir()
+	sid := d.newSessionOnly(cwd)
+	d.promptExpect(sid, "!echo hello", "end_turn")
+	d.closeAndWait()
+	const torn = `{"v":2,"seq":9,"type":"user_prompt","text":"torn`
+	f, err := os.OpenFile(d.journalFilePath(sid), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(torn); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	d2 := startModelDaemon(t, bin, state, llmtest.New(t), nil)
+	if _, err := d2.loadSession(sid, cwd); err != nil {
+		t.Fatal(err)
+	}
+	d2.closeAndWait()
+	if b, _ := os.ReadFile(d.journalFilePath(sid)); strings.Contains(string(b), `"text":"torn`) {
+		t.Error("the torn line is still in the journal")
+	}
+	want := fmt.Sprintf(`"msg":"journal: cut a torn last record","session":%q,"bytes":%d`, sid, len(torn))
+	if !strings.Contains(d2.Stderr(), want) {
+		t.Errorf("the log does not say the torn line was cut and how long it was (%s)", want)
 	}
 }
