@@ -18,7 +18,7 @@ import (
 // arguments or state) has no compact form.
 const (
 	// compactLine is the longest compact line.
-	compactLine = 8 << 10
+	compactLine = 16 << 10
 	// compactKeep is how much of each large text a compact record keeps
 	// when that fits; otherwise it keeps none.
 	compactKeep = 1 << 10

@@ -68,4 +68,9 @@
 // any later record. A running call's output checkpoint is dropped instead
 // (ErrDropped): its result carries the whole output. Journal.Shortened
 // counts the records written compact.
+//
+// Known limits: a record whose arguments alone pass the compact size (16
+// KiB: a call writing a big file through a heredoc) or a huge state value
+// has no compact form and waits in memory; a compact record stays compact
+// (the journal is append-only: the whole text is not written later).
 package replay
