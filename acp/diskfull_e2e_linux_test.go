@@ -10,8 +10,10 @@ import (
 )
 
 // A full disk under the state directory is told to the user in the
-// session, the records are kept, and once there is room again they are
-// written: a reload shows the completed call as completed, not interrupted.
+// session; what does not fit is written compact at once (or kept and
+// written first once there is room: replay's tests hold both), and a
+// reload shows the completed call as completed, not interrupted. (With the
+// disk still full through a restart: nothinglost_e2e_linux_test.go.)
 func TestE2EDiskFullLosesNothing(t *testing.T) {
 	state := acptest.MountTmpfs(t, "2m")
 	d := startDaemonIn(t, state, acptest.ZedCapabilities(), nil)

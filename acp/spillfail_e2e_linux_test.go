@@ -10,8 +10,9 @@ import (
 )
 
 // When the spill file cannot be written (the state directory's disk is
-// full), the model's text says the full output could not be saved, and
-// why, instead of naming a file that is not complete.
+// full), the model's text ends with the tool contract's marker, "full
+// output: (unavailable)", and the reason on the line after it, instead of
+// naming a file that is not complete.
 func TestE2ESpillWriteFailureIsSaid(t *testing.T) {
 	state := acptest.MountTmpfs(t, "2m")
 	model := llmtest.New(t)
@@ -25,11 +26,9 @@ func TestE2ESpillWriteFailureIsSaid(t *testing.T) {
 	)
 	d.promptExpect(sid, "print a lot", "end_turn")
 	got := toolResultOf(t, model, "call_1")
-	if i := strings.LastIndex(got, "\n"); i >= 0 {
-		got = got[i+1:]
-	}
-	const want = "[output truncated; the full output could not be saved: no space left on device]"
-	if got != want {
-		t.Errorf("the model's text ends %q, want %q", got, want)
+	// The tool contract's marker, then the reason on a line of its own.
+	const want = "\n[output truncated; full output: (unavailable)]\n[the full output could not be saved: no space left on device]"
+	if !strings.HasSuffix(got, want) {
+		t.Errorf("the model's text ends %q, want %q", got[max(0, len(got)-len(want)-40):], want)
 	}
 }

@@ -312,8 +312,7 @@ func quotedLen(s string) int {
 // writeBig writes a record that carries a large plain text straight from
 // its parts, in pieces, when no backlog waits; handled is false for any
 // other record (the caller encodes it whole). A failed write cuts the
-// partial line away and keeps the whole line in the backlog, as writeLine
-// and write do. Called with mu held, the record's v, seq and t set.
+// partial line away and falls back as writeOne does (compact, else kept). Called with mu held, the record's v, seq and t set.
 func (j *Journal) writeBig(r *wireRecord, sync bool) (handled bool, err error) {
 	if len(j.backlog) > 0 {
 		return false, nil
@@ -325,7 +324,8 @@ func (j *Journal) writeBig(r *wireRecord, sync bool) (handled bool, err error) {
 	if err != nil {
 		return true, fmt.Errorf("append to journal %s: encode %s record: %w", j.id, r.Type, err)
 	}
-	if size := l.size(); size > j.enc.max {
+	size := l.size()
+	if size > j.enc.max {
 		return true, fmt.Errorf("append to journal %s: %w: %s record of %d bytes (max %d)", j.id, ErrTooLarge, r.Type, size, j.enc.max)
 	}
 	n, scratch, err := l.writeTo(writeFunc(j.writeFile), j.enc.scratch)
@@ -338,17 +338,10 @@ func (j *Journal) writeBig(r *wireRecord, sync bool) (handled bool, err error) {
 				j.broken = fmt.Errorf("journal %s holds a partial record: %w", j.id, errors.Join(err, terr))
 			}
 		}
-		j.keep(l.bytes(), 1)
-		return true, fmt.Errorf("append to journal %s: %w (%w)", j.id, ErrKept, err)
+		return true, j.fallback([]wireRecord{*r}, size, err, sync)
 	}
 	j.size += int64(n)
-	j.seq++
-	if sync {
-		select {
-		case j.syncReq <- struct{}{}:
-		default:
-		}
-	}
+	j.wrote(1, sync)
 	return true, nil
 }
 

@@ -52,4 +52,25 @@
 // NUL bytes), which OpenAppend cuts back to the last newline and which
 // readers skip with a warning. A writer holds flock(LOCK_EX) on its file for
 // its whole life; a second writer, in this or another process, gets ErrLocked.
+//
+// # A full disk
+//
+// A record whose line cannot be written whole is written compact instead:
+// numbered the same, its large texts (a result's text and card output, a
+// message's text and reasoning) cut to their last KiB behind a line
+// "[dsh-acp: N bytes of this text were not saved (<why>)]", everything else
+// kept — a tool result's error flag, task and payload (bash's exit code and
+// markers) — so a reload shows the call as it ended. The store holds 64 KiB
+// back for these records (sessions/.reserve, made in the background once
+// the disk has 1 MiB free), removed when even a compact line does not fit.
+// What cannot be written either way waits in memory (ErrKept) and is
+// written first — whole, else compact — by the next Append or Close, before
+// any later record. A running call's output checkpoint is dropped instead
+// (ErrDropped): its result carries the whole output. Journal.Shortened
+// counts the records written compact.
+//
+// Known limits: a record whose arguments alone pass the compact size (16
+// KiB: a call writing a big file through a heredoc) or a huge state value
+// has no compact form and waits in memory; a compact record stays compact
+// (the journal is append-only: the whole text is not written later).
 package replay

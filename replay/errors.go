@@ -25,6 +25,14 @@ var (
 	// ErrKept is wrapped by an Append whose write failed: the record is
 	// kept in memory and written, in order, by the next Append or Close.
 	ErrKept = errors.New("the record is kept until the disk takes it")
+	// ErrShortened is wrapped by an Append whose record could not be
+	// written whole and was written compact: its large texts cut to
+	// their tails behind a line saying so (see Journal.Append).
+	ErrShortened = errors.New("the record was saved shortened")
+	// ErrDropped is wrapped by an Append of an output checkpoint that
+	// could not be written: it is dropped (the call's result carries the
+	// whole output).
+	ErrDropped = errors.New("a running call's output checkpoint was not saved")
 	// ErrBacklogFull is returned when MaxBacklog bytes of records already
 	// wait: the record is refused.
 	ErrBacklogFull = errors.New("too many records wait to be written; this one is dropped")

@@ -45,3 +45,15 @@ func lockFile(f *os.File) error {
 // checkOwner fails with ErrUnsafe unless fi belongs to this process's
 // effective user.
 func checkOwner(fi fs.FileInfo) error { return asUnsafe(privdir.CheckOwner(fi)) }
+
+// syscallNoFollow refuses to open a symlink.
+const syscallNoFollow = unix.O_NOFOLLOW
+
+// freeBytes is the space on dir's file system that this user may take.
+func freeBytes(dir string) (uint64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return uint64(st.Bavail) * uint64(st.Bsize), nil
+}

@@ -1,12 +1,12 @@
 package replay
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,14 +27,19 @@ type Journal struct {
 	size     int64 // bytes in the file: all whole lines
 	seq      uint64
 	repaired int64
-	// backlog holds records whose write failed (a full disk), in order;
-	// each Append first retries them. backlogBytes is their size.
-	backlog      [][]byte
+	// backlog holds the writes that failed (a full disk) even in compact
+	// form, in order; each Append first retries them. backlogBytes is the
+	// size of their whole lines.
+	backlog      []pending
 	backlogBytes int
 	dropped      int   // records refused because the backlog was full
+	shortened    int   // records written compact (see compact.go)
 	broken       error // set when a failed write could not be undone
 	syncErr      error // the last background fsync's failure, reported once
 	closed       bool
+	// reserve is the store's disk space held back for compact records;
+	// nil for none.
+	reserve *reserve
 
 	// batch is the reused buffer a multi-record Append gathers its lines in.
 	batch []byte
@@ -58,7 +63,7 @@ type Journal struct {
 func (s *Store) newJournal(id string, f *os.File, size int64, seq uint64) *Journal {
 	j := &Journal{id: id, now: s.now, f: f, enc: newEncoder(), size: size, seq: seq,
 		syncReq: make(chan struct{}, 1), syncDone: make(chan struct{}), syncStop: make(chan struct{}),
-		syncEvery: cmp.Or(s.syncEvery, syncEvery), syncFile: f.Sync, writeFile: f.Write}
+		syncEvery: cmp.Or(s.syncEvery, syncEvery), syncFile: f.Sync, writeFile: f.Write, reserve: s.reserve}
 	if s.syncFile != nil {
 		j.syncFile = func() error { return s.syncFile(f) }
 	}
@@ -104,6 +109,7 @@ func (j *Journal) syncer() {
 			j.syncErr = fmt.Errorf("sync journal %s: %w", j.id, err)
 			j.mu.Unlock()
 		}
+		j.reserve.ensure() // off the response path, like the fsync
 	}
 }
 
@@ -139,12 +145,18 @@ func (j *Journal) Repaired() int64 { return j.repaired }
 // MaxCardOutput is cut to its tail. A record longer than MaxLine fails with
 // ErrTooLarge.
 //
-// When a write fails (a full disk), the partial record is cut away, the
-// record is kept in memory and the error (errors.Is ErrKept) returned; the
-// next Append (and Close) first writes the kept records, in order, so
-// nothing is lost once the disk has room again. At most MaxBacklog bytes
-// are kept; past that, records are refused with ErrBacklogFull. If a cut
-// fails, every later call fails with that error.
+// When a write fails (a full disk), the partial record is cut away and the
+// record is written compact instead (see compact.go: its large texts cut
+// to their tails behind a line saying so; a tool result keeps how its call
+// ended), freeing the store's reserve for it when needed; the error then
+// wraps ErrShortened. When even that cannot be written, the record is kept
+// in memory and the error wraps ErrKept: the next Append (and Close) first
+// writes the kept records, in order — whole, or else compact — before any
+// later one. At most MaxBacklog bytes are kept; past that, records are
+// refused with ErrBacklogFull. A running call's output checkpoint
+// (event.OutputCheckpoint) is never kept or shortened: when it cannot be
+// written it is dropped (ErrDropped; its call's result carries the whole
+// output). If a cut fails, every later call fails with that error.
 func (j *Journal) Append(ev event.Event) error { return j.AppendAll(ev) }
 
 // AppendAll records evs in order, as Append does each, with one write of
@@ -213,36 +225,97 @@ func (j *Journal) write(recs []wireRecord, sync bool) error {
 	return j.writeOne(recs, sync)
 }
 
-// writeOne encodes recs and writes their lines with one write. Called with
-// mu held.
+// writeOne writes recs' lines with one write, after the records that wait
+// (see Append for what a failure does). Called with mu held.
 func (j *Journal) writeOne(recs []wireRecord, sync bool) error {
-	chunk, n, encErr := j.encode(recs)
-	if n == 0 {
-		return encErr
-	}
+	var flushErr error
 	if len(j.backlog) > 0 {
-		if j.backlogBytes+len(chunk) > MaxBacklog {
-			j.dropped += n
-			return errors.Join(encErr, fmt.Errorf("append to journal %s: %w (%d records wait; %d refused)", j.id, ErrBacklogFull, len(j.backlog), j.dropped))
-		}
-		j.keep(chunk, n)
-		if err := j.flushBacklog(); err != nil {
-			return errors.Join(encErr, err)
-		}
-	} else if err := j.writeLine(chunk); err != nil {
-		j.keep(chunk, n)
-		return errors.Join(encErr, fmt.Errorf("append to journal %s: %w (%w)", j.id, ErrKept, err))
-	} else {
-		j.seq += uint64(n)
+		flushErr = j.flushBacklog()
 	}
+	chunk, recs, encErr := j.encode(recs)
+	if len(recs) == 0 {
+		return errors.Join(flushErr, encErr)
+	}
+	var err error
+	switch {
+	case len(j.backlog) > 0: // they still wait: these go behind them
+		err = j.hold(recs, len(chunk), flushErr)
+	default:
+		if werr := j.writeLine(chunk); werr != nil {
+			err = j.fallback(recs, len(chunk), werr, sync)
+		} else {
+			j.wrote(len(recs), sync)
+			err = flushErr // records before these were shortened, if any
+		}
+	}
+	return errors.Join(encErr, err)
+}
+
+// wrote counts n records written and asks for an fsync when sync. Called
+// with mu held.
+func (j *Journal) wrote(n int, sync bool) {
+	j.seq += uint64(n)
 	if sync {
 		select {
 		case j.syncReq <- struct{}{}:
-		default: // an fsync is already pending; it will cover this record
+		default: // an fsync is already pending; it will cover these records
 		}
 	}
-	return encErr
 }
+
+// fallback handles recs (numbered; size bytes of whole lines) whose write
+// failed with werr: an output checkpoint is dropped; the others are written
+// compact — freeing the reserve when that does not fit either — or, failing
+// that, kept. Called with mu held.
+func (j *Journal) fallback(recs []wireRecord, size int, werr error, sync bool) error {
+	if isCheckpoint(recs) || j.broken != nil {
+		return j.hold(recs, size, werr)
+	}
+	if chunk, cut, ok := j.compactLines(recs, whyNotWritten(werr)); ok && j.writeCompact(chunk) == nil {
+		j.shortened += cut
+		j.wrote(len(recs), sync)
+		return fmt.Errorf("append to journal %s: %w (%w)", j.id, ErrShortened, werr)
+	}
+	return j.hold(recs, size, werr)
+}
+
+// writeCompact writes a compact chunk; when it does not fit, it frees the
+// reserve and tries once more. Called with mu held.
+func (j *Journal) writeCompact(chunk []byte) error {
+	err := j.writeLine(chunk)
+	if err != nil && j.broken == nil && j.reserve.release() {
+		err = j.writeLine(chunk)
+	}
+	return err
+}
+
+// hold keeps recs (numbered; size bytes of whole lines) to be written
+// later, behind the records that already wait, or drops an output
+// checkpoint; cause is why they were not written. Called with mu held.
+func (j *Journal) hold(recs []wireRecord, size int, cause error) error {
+	if isCheckpoint(recs) {
+		return fmt.Errorf("append to journal %s: %w (%w)", j.id, ErrDropped, cause)
+	}
+	if j.backlogBytes+size > MaxBacklog {
+		j.dropped += len(recs)
+		return fmt.Errorf("append to journal %s: %w (%d records wait; %d refused)", j.id, ErrBacklogFull, j.waiting(), j.dropped)
+	}
+	// The caller's slice may be reused: the backlog keeps its own.
+	j.backlog = append(j.backlog, pending{recs: slices.Clone(recs), size: size})
+	j.backlogBytes += size
+	j.seq += uint64(len(recs))
+	return fmt.Errorf("append to journal %s: %w (%d records wait: %w)", j.id, ErrKept, j.waiting(), cause)
+}
+
+// pending is a write that failed even compact: its records, numbered, and
+// the size of their whole lines.
+type pending struct {
+	recs []wireRecord
+	size int
+}
+
+// isCheckpoint reports whether recs is a lone output checkpoint.
+func isCheckpoint(recs []wireRecord) bool { return len(recs) == 1 && recs[0].Type == typeOutput }
 
 // anyBig reports whether one of recs carries a large text that writeBig
 // streams from its parts.
@@ -280,10 +353,12 @@ func (j *Journal) writeEach(recs []wireRecord, sync bool) error {
 }
 
 // encode numbers and encodes recs, returning their lines as one chunk (valid
-// until the next encode) and how many records it holds. Called with mu held.
-func (j *Journal) encode(recs []wireRecord) (chunk []byte, n int, err error) {
+// until the next encode) and the records it holds, numbered (recs itself,
+// without those that did not encode). Called with mu held.
+func (j *Journal) encode(recs []wireRecord) (chunk []byte, ok []wireRecord, err error) {
 	var errs []error
 	var now time.Time // one timestamp per write
+	n := 0
 	for i := range recs {
 		r := &recs[i]
 		r.V, r.Seq = Version, j.seq+uint64(n)+1
@@ -308,6 +383,7 @@ func (j *Journal) encode(recs []wireRecord) (chunk []byte, n int, err error) {
 		default:
 			chunk = append(chunk, line...)
 		}
+		recs[n] = *r
 		n++
 	}
 	if len(recs) > 1 && cap(chunk) <= keptLine {
@@ -315,15 +391,19 @@ func (j *Journal) encode(recs []wireRecord) (chunk []byte, n int, err error) {
 	} else if cap(j.batch) > keptLine {
 		j.batch = nil
 	}
-	return chunk, n, errors.Join(errs...)
+	return chunk, recs[:n], errors.Join(errs...)
 }
 
-// keep queues a copy of chunk, n records (the encoder reuses its buffer),
-// and takes their sequence numbers, so later records follow them.
-func (j *Journal) keep(chunk []byte, n int) {
-	j.backlog = append(j.backlog, bytes.Clone(chunk))
-	j.backlogBytes += len(chunk)
-	j.seq += uint64(n)
+// lines encodes numbered records again, as one chunk of their own. Called
+// with mu held.
+func (j *Journal) lines(recs []wireRecord) []byte {
+	var chunk []byte
+	for i := range recs {
+		if line, err := j.enc.line(&recs[i]); err == nil { // they encoded before
+			chunk = append(chunk, line...)
+		}
+	}
+	return chunk
 }
 
 // writeLine writes one whole line. A partial write is cut away; when the
@@ -342,26 +422,52 @@ func (j *Journal) writeLine(line []byte) error {
 	return nil
 }
 
-// flushBacklog writes the kept records in order until one fails.
+// flushBacklog writes the kept records in order — each write whole, else
+// compact — until one cannot be written either way (an ErrKept error). It
+// returns an ErrShortened error when some were written compact. Called with
+// mu held.
 func (j *Journal) flushBacklog() error {
+	var short error
 	for len(j.backlog) > 0 {
-		line := j.backlog[0]
-		if err := j.writeLine(line); err != nil {
-			return fmt.Errorf("append to journal %s: %w (%d records wait: %w)", j.id, ErrKept, len(j.backlog), err)
+		p := j.backlog[0]
+		if werr := j.writeLine(j.lines(p.recs)); werr != nil {
+			chunk, cut, ok := j.compactLines(p.recs, whyNotWritten(werr))
+			if !ok || j.broken != nil || j.writeCompact(chunk) != nil {
+				return fmt.Errorf("append to journal %s: %w (%d records wait: %w)", j.id, ErrKept, j.waiting(), werr)
+			}
+			j.shortened += cut
+			short = fmt.Errorf("append to journal %s: %w (%w)", j.id, ErrShortened, werr)
 		}
-		j.backlog[0] = nil
+		j.backlog[0] = pending{}
 		j.backlog = j.backlog[1:]
-		j.backlogBytes -= len(line)
+		j.backlogBytes -= p.size
 	}
 	j.backlog = nil
-	return nil
+	return short
 }
 
 // Backlog is how many records wait to be written because writes failed.
 func (j *Journal) Backlog() int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return len(j.backlog)
+	return j.waiting()
+}
+
+// waiting is Backlog, called with mu held.
+func (j *Journal) waiting() int {
+	n := 0
+	for _, p := range j.backlog {
+		n += len(p.recs)
+	}
+	return n
+}
+
+// Shortened is how many records were written compact because their whole
+// line could not be written (see Append).
+func (j *Journal) Shortened() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.shortened
 }
 
 // usable reports why the journal cannot be written, including (once) a
@@ -400,8 +506,8 @@ func (j *Journal) Close() error {
 	}
 	var lost error
 	if len(j.backlog) > 0 {
-		if err := j.flushBacklog(); err != nil {
-			lost = fmt.Errorf("%d records could not be written: %w", len(j.backlog), err)
+		if err := j.flushBacklog(); len(j.backlog) > 0 {
+			lost = fmt.Errorf("%d records could not be written: %w", j.waiting(), err)
 		}
 	}
 	j.closed = true

@@ -18,9 +18,10 @@ import (
 // methods are safe for concurrent use; every file access goes through an
 // os.Root, so no session id can reach outside the directory.
 type Store struct {
-	dir  string
-	root *os.Root
-	now  func() time.Time
+	dir     string
+	root    *os.Root
+	now     func() time.Time
+	reserve *reserve // disk space held back for compact records
 	// Seams for the package's tests; nil means the real thing.
 	syncEvery time.Duration                       // 0: syncEvery
 	syncFile  func(*os.File) error                // f.Sync
@@ -52,7 +53,7 @@ func OpenStore(stateDir string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open session store: %w", err)
 	}
-	s := &Store{dir: dir, root: root, now: time.Now}
+	s := &Store{dir: dir, root: root, now: time.Now, reserve: &reserve{root: root, dir: dir, size: reserveSize}}
 	for _, o := range opts {
 		o(s)
 	}

@@ -49,8 +49,8 @@ func (t *bashOutput) Run(_ context.Context, call Call) event.Result {
 		var m []string
 		switch {
 		case rr.Lost > 0:
-			m = append(m, fmt.Sprintf("[output truncated: %d bytes lost; %s]",
-				rr.Lost, fullOutput(rr.SpillPath, rr.SpillError)))
+			m = append(m, withReason(fmt.Sprintf("[output truncated: %d bytes lost; %s]",
+				rr.Lost, fullOutput(rr.SpillPath)), rr.SpillPath, rr.SpillError))
 		case cut:
 			m = append(m, truncationMarker(rr.SpillPath, rr.SpillError))
 		}

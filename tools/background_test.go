@@ -59,7 +59,7 @@ func TestBashOutput(t *testing.T) {
 		{
 			name:   "lost output that could not be saved",
 			rr:     executor.ReadResult{ID: "bash-3", Output: []byte("tail\n"), Status: executor.Running, Lost: 1, SpillError: "no space left on device"},
-			want:   "tail\n[output truncated: 1 bytes lost; the full output could not be saved: no space left on device]\n[status: running]",
+			want:   "tail\n[output truncated: 1 bytes lost; full output: (unavailable)]\n[the full output could not be saved: no space left on device]\n[status: running]",
 			status: "running",
 		},
 		{

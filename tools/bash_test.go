@@ -217,7 +217,7 @@ func TestBashResultText(t *testing.T) {
 		{
 			name:      "executor could not save the full output",
 			res:       executor.Result{Stdout: []byte("tail\n"), Dropped: 10, SpillError: "no space left on device"},
-			want:      "tail\n[output truncated; the full output could not be saved: no space left on device]",
+			want:      "tail\n[output truncated; full output: (unavailable)]\n[the full output could not be saved: no space left on device]",
 			truncated: true,
 			exitCode:  intp(0),
 		},
@@ -232,6 +232,14 @@ func TestBashResultText(t *testing.T) {
 			res:      executor.Result{Stdout: []byte("\x1b[1;32mok\x1b[0m\r\n10%\r50%\r100%\n\x1b]0;title\x07done\n")},
 			want:     "ok\n100%\ndone",
 			exitCode: intp(0),
+		},
+		{
+			name:      "model cap with no spill saved: the contract's marker, then the reason",
+			cfg:       tools.Config{OutputLimit: 140},
+			res:       executor.Result{Stdout: []byte(strings.Repeat("x", 200) + "END"), SpillError: "no space left on device"},
+			want:      "[… 199 characters omitted]\nxEND\n[output truncated; full output: (unavailable)]\n[the full output could not be saved: no space left on device]",
+			truncated: true,
+			exitCode:  intp(0),
 		},
 		{
 			name:      "model cap keeps the tail",
@@ -363,7 +371,7 @@ func TestBashCardOutput(t *testing.T) {
 			limit:    2,
 			spillErr: "no space left on device",
 			chunks:   []executor.Chunk{{Stream: executor.Stdout, Data: []byte("abc\n")}},
-			want:     "ab\n[… 2 bytes not shown; the full output could not be saved: no space left on device]\n",
+			want:     "ab\n[… 2 bytes not shown; full output: (unavailable)]\n[the full output could not be saved: no space left on device]\n",
 		},
 	}
 	for _, tt := range tests {

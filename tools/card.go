@@ -90,7 +90,10 @@ func (c *cardStream) close(spillPath, spillErr string) string {
 		c.flushCarries()
 		switch {
 		case c.hidden > 0 && (spillPath != "" || spillErr != ""):
-			c.line(fmt.Sprintf("[… %d bytes not shown; %s]", c.hidden, fullOutput(spillPath, spillErr)))
+			c.line(fmt.Sprintf("[… %d bytes not shown; %s]", c.hidden, fullOutput(spillPath)))
+			if r := spillReason(spillPath, spillErr); r != "" {
+				c.line(r)
+			}
 		case c.hidden > 0:
 			c.line(fmt.Sprintf("[… %d bytes not shown]", c.hidden))
 		}

@@ -199,19 +199,35 @@ func splitBudget(a, b, budget int) (ka, kb int) {
 // trimNewlines drops trailing newlines.
 func trimNewlines(s string) string { return strings.TrimRight(s, "\n") }
 
-// truncationMarker is the marker for output the model does not see whole.
+// truncationMarker is the marker for output the model does not see whole:
+// the tool contract's "[output truncated; full output: <path>]", with
+// "(unavailable)" for the path when no complete spill file exists, then,
+// when the executor said why it could not save one, the reason on a line
+// of its own (see spillReason).
 func truncationMarker(spillPath, spillErr string) string {
-	return "[output truncated; " + fullOutput(spillPath, spillErr) + "]"
+	return withReason("[output truncated; "+fullOutput(spillPath)+"]", spillPath, spillErr)
 }
 
-// fullOutput says where the complete output is: "full output: <path>",
-// "the full output could not be saved: <why>" when the executor failed to
-// save it, else "full output: (unavailable)".
-func fullOutput(spillPath, spillErr string) string {
-	if spillPath == "" && spillErr != "" {
-		return "the full output could not be saved: " + spillErr
+// fullOutput says where the complete output is: "full output: <path>", or
+// "full output: (unavailable)" when no complete spill file exists.
+func fullOutput(spillPath string) string { return "full output: " + orUnavailable(spillPath) }
+
+// spillReason is the line that follows a marker naming no spill file when
+// the executor said why it could not save one ("[the full output could not
+// be saved: no space left on device]"), else "".
+func spillReason(spillPath, spillErr string) string {
+	if spillPath != "" || spillErr == "" {
+		return ""
 	}
-	return "full output: " + orUnavailable(spillPath)
+	return "[the full output could not be saved: " + spillErr + "]"
+}
+
+// withReason is marker followed by spillReason's line, when there is one.
+func withReason(marker, spillPath, spillErr string) string {
+	if r := spillReason(spillPath, spillErr); r != "" {
+		return marker + "\n" + r
+	}
+	return marker
 }
 
 // limitMarker is the marker of a command that hit its process limit.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/dsh-acp/dsh-acp/executor"
 )
@@ -173,50 +174,122 @@ func TestCaptureSpillCap(t *testing.T) {
 	}
 }
 
+// A spill directory someone else could control is refused as the sessions
+// directory is: the engine starts, the log says why, commands run, their
+// results name no spill file and say why, and nothing is written into the
+// hostile directory.
 func TestSpillDirRefusesHostile(t *testing.T) {
 	tests := []struct {
-		name  string
-		plant func(t *testing.T, spill string)
+		name   string
+		reason string
+		// plant makes state/spill hostile and returns a directory that must
+		// stay empty ("" when there is none).
+		plant func(t *testing.T, spill string) (watch string)
 	}{
-		{name: "symlink", plant: func(t *testing.T, spill string) {
-			if err := os.Symlink(t.TempDir(), spill); err != nil {
+		{name: "symlink", reason: "is a symlink", plant: func(t *testing.T, spill string) string {
+			target := t.TempDir()
+			if err := os.Symlink(target, spill); err != nil {
 				t.Fatal(err)
 			}
+			return target
 		}},
-		{name: "world writable", plant: func(t *testing.T, spill string) {
+		{name: "world writable", reason: "is writable by its group or others (mode 0777)", plant: func(t *testing.T, spill string) string {
 			mkdirMode(t, spill, 0o777)
+			return spill
 		}},
-		{name: "group writable", plant: func(t *testing.T, spill string) {
+		{name: "group writable", reason: "is writable by its group or others (mode 0770)", plant: func(t *testing.T, spill string) string {
 			mkdirMode(t, spill, 0o770)
+			return spill
 		}},
-		{name: "a file", plant: func(t *testing.T, spill string) {
+		{name: "a file", reason: "is not a directory", plant: func(t *testing.T, spill string) string {
 			if err := os.WriteFile(spill, nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
+			return ""
 		}},
-		{name: "another owner", plant: func(t *testing.T, spill string) {
-			mkdirMode(t, spill, 0o700)
-			if os.Geteuid() == 0 {
-				if err := os.Chown(spill, 65534, 65534); err != nil {
-					t.Fatal(err)
-				}
-			} else if err := os.Remove(spill); err != nil || os.Symlink("/", spill) != nil {
-				t.Fatal("cannot plant a foreign directory as non-root")
+		{name: "another owner", reason: "is owned by uid 65534", plant: func(t *testing.T, spill string) string {
+			if os.Geteuid() != 0 {
+				t.Skip("needs root to give the spill directory to another user")
 			}
+			mkdirMode(t, spill, 0o700)
+			if err := os.Chown(spill, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+			return spill
 		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			state := t.TempDir()
-			tc.plant(t, filepath.Join(state, "spill"))
-			_, err := New(execSpawner{}, Config{StateDir: state})
-			if err == nil {
-				t.Fatal("New accepted a hostile spill directory")
+			spill := filepath.Join(state, "spill")
+			watch := tc.plant(t, spill)
+			core, logs := observer.New(zap.WarnLevel)
+			e := newTestExecutor(t, Config{StateDir: state, CaptureBytes: 1024, Logger: zap.New(core)})
+			res := run(t, e, resolve(t, e, "head -c 5000 /dev/zero"))
+			if res.SpillPath != "" || res.Dropped != 5000-1024 {
+				t.Errorf("spill %q, dropped %d", res.SpillPath, res.Dropped)
 			}
-			if tc.name != "a file" && !errors.Is(err, ErrUnsafeDir) {
-				t.Errorf("error %v, want ErrUnsafeDir", err)
+			if !strings.Contains(res.SpillError, tc.reason) || !strings.Contains(res.SpillError, spill) {
+				t.Errorf("spill error %q, want the directory and %q", res.SpillError, tc.reason)
+			}
+			if _, err := e.SpillText("alice", "mcp-x-1", []byte("text")); !errors.Is(err, ErrUnsafeDir) {
+				t.Errorf("SpillText: %v, want ErrUnsafeDir", err)
+			}
+			if n := logs.FilterMessageSnippet("spill directory refused").FilterFieldKey("error").Len(); n != 1 {
+				t.Errorf("the refusal was logged %d times, want once: %v", n, logs.All())
+			}
+			if watch != "" {
+				if entries, _ := os.ReadDir(watch); len(entries) != 0 {
+					t.Errorf("wrote into the hostile directory: %v", entries)
+				}
 			}
 		})
+	}
+}
+
+// The spill directory swapped for a symlink while the engine runs (its
+// root still holds the old directory, but the model would be given a path
+// through the new one) is refused at the next spill; a safe directory in
+// its place is used again.
+func TestSpillDirSwappedUnderTheEngine(t *testing.T) {
+	state := t.TempDir()
+	e := newTestExecutor(t, Config{StateDir: state, CaptureBytes: 1024})
+	spill := filepath.Join(state, "spill")
+	if res := run(t, e, resolve(t, e, "head -c 5000 /dev/zero")); res.SpillPath == "" {
+		t.Fatalf("no spill before the swap: %q", res.SpillError)
+	}
+	if err := os.Rename(spill, filepath.Join(state, "spill.old")); err != nil {
+		t.Fatal(err)
+	}
+	target := t.TempDir()
+	if err := os.Symlink(target, spill); err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, e, resolve(t, e, "head -c 5000 /dev/zero"))
+	if res.SpillPath != "" || !strings.Contains(res.SpillError, "is a symlink") {
+		t.Errorf("after the swap: spill %q, error %q", res.SpillPath, res.SpillError)
+	}
+	if entries, _ := os.ReadDir(target); len(entries) != 0 {
+		t.Errorf("wrote through the symlink: %v", entries)
+	}
+	var old []string
+	_ = filepath.WalkDir(filepath.Join(state, "spill.old"), func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			old = append(old, path)
+		}
+		return nil
+	})
+	if len(old) != 1 {
+		t.Errorf("the replaced directory holds %v, want the one file from before the swap", old)
+	}
+
+	if err := os.Remove(spill); err != nil {
+		t.Fatal(err)
+	}
+	mkdirMode(t, spill, 0o700)
+	res = run(t, e, resolve(t, e, "head -c 5000 /dev/zero"))
+	if res.SpillPath == "" || !strings.HasPrefix(res.SpillPath, spill+string(filepath.Separator)) {
+		t.Errorf("a safe directory in its place is not used: spill %q, error %q", res.SpillPath, res.SpillError)
 	}
 }
 
@@ -418,7 +491,7 @@ func TestLiveBoundsStreamRuns(t *testing.T) {
 // a real ENOSPC) is removed, never advertised, and the result says why the
 // full output could not be saved, without naming the incomplete file.
 func TestCaptureSpillWriteFailureIsReported(t *testing.T) {
-	spills, err := openSpillDir(t.TempDir())
+	spills, err := openSpillDir(t.TempDir(), zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,6 +53,15 @@
 // A spill file that cannot be created or written is removed and the
 // results carry why (Result.SpillError, ReadResult.SpillError).
 //
+// <StateDir>/spill is checked as the sessions directory is (internal/privdir:
+// not a symlink, a directory of this user, writable by no one else; a mode
+// such as 0755 is repaired to 0700) when the engine starts and again before
+// each spill file, where its path must still name the directory the engine
+// holds open (the path is what the model is given and what the sandbox
+// binds). A refused or swapped directory is logged once per refusal; while
+// it stands, commands still run, no spill file is made, and the results say
+// why (ErrUnsafeDir's text). A safe directory put in its place is used again.
+//
 // A live observer is fed by one delivery goroutine that copies what arrived
 // since its last delivery out of the interleaved ring (the pipe readers
 // copy nothing for it), at most one batch per 10 ms while output streams;
@@ -74,6 +83,10 @@
 // executor.Confiner from the spawner's Leveler (LevelOff alone without one).
 //
 // # Known limits
+//
+// The spill directory's parent (the state directory) is trusted as it is:
+// whoever can rename entries in it can swap spill/ between the check before
+// a spill file and the sandbox's bind of the owner's directory by path.
 //
 // The engine cannot stop what its Spawner's group does not contain: with the
 // plain spawner, a process that leaves the group (setsid) escapes the kill.

@@ -64,9 +64,11 @@ type task struct {
 }
 
 // New returns an Engine that starts commands with sp, for cfg (zero fields
-// take their defaults). It creates or verifies <StateDir>/spill (an unsafe
-// existing directory is an error wrapping ErrUnsafeDir) and removes spill
-// files older than SpillMaxAge. Shutdown closes sp when it is a Closer.
+// take their defaults). It creates or verifies <StateDir>/spill and removes
+// spill files older than SpillMaxAge. An unsafe spill directory (see
+// spillDir) is logged, not an error: commands run, and results that would
+// name a spill file say why there is none. Shutdown closes sp when it is a
+// Closer.
 func New(sp Spawner, cfg Config) (*Engine, error) {
 	if sp == nil {
 		return nil, errors.New("engine: nil spawner")
@@ -75,7 +77,7 @@ func New(sp Spawner, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	spills, err := openSpillDir(cfg.StateDir)
+	spills, err := openSpillDir(cfg.StateDir, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -541,11 +543,11 @@ func (e *Engine) prepare(spec executor.Spec) (Command, error) {
 	}
 	cmd := Command{Spec: spec, Env: env}
 	if level.Confined() {
-		dir, err := e.spills.ownerDir(spec.Owner)
-		if err != nil {
-			return Command{}, err
+		// A refused spill directory is not shown to the command: no
+		// spill file will be made in it either.
+		if dir, err := e.spills.ownerDir(spec.Owner); err == nil {
+			cmd.SpillDir = dir
 		}
-		cmd.SpillDir = dir
 	}
 	return cmd, nil
 }

@@ -165,14 +165,21 @@ func (p *proc) stop() {
 	})
 }
 
-func (p *proc) escalate() {
-	p.signal(syscall.SIGTERM)
-	t := time.NewTimer(p.grace)
+func (p *proc) escalate() { Escalate(p.signal, p.exited, p.grace) }
+
+// Escalate is the one kill path of everything the daemon runs in a group of
+// its own (commands here; MCP servers through local.Program): TERM to the
+// group now, then KILL after grace unless exited closes first. signal
+// sends to the whole group and must drop a signal once the process was
+// released. It returns when the group exited or got its KILL.
+func Escalate(signal func(syscall.Signal), exited <-chan struct{}, grace time.Duration) {
+	signal(syscall.SIGTERM)
+	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
-	case <-p.exited:
+	case <-exited:
 	case <-t.C:
-		p.signal(syscall.SIGKILL)
+		signal(syscall.SIGKILL)
 	}
 }
 

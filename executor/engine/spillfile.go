@@ -22,7 +22,7 @@ func (e *Engine) SpillText(owner, base string, data []byte) (string, error) {
 	if int64(len(data)) > e.cfg.SpillCap {
 		return "", fmt.Errorf("spill %s: %w", base, ErrSpillTooLarge)
 	}
-	f, abs, rel, err := e.spills.create(owner, safeBase(base))
+	f, abs, err := e.spills.create(owner, safeBase(base))
 	if err != nil {
 		return "", err
 	}
@@ -31,7 +31,7 @@ func (e *Engine) SpillText(owner, base string, data []byte) (string, error) {
 		werr = cerr
 	}
 	if werr != nil {
-		_ = e.spills.remove(rel)
+		_ = f.Remove()
 		return "", fmt.Errorf("spill %s: %w", base, werr)
 	}
 	return abs, nil

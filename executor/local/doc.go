@@ -34,6 +34,16 @@
 // as long as the Spawner: a parent-death signal is tied to the forking
 // thread, and executor/sandbox relies on bubblewrap's --die-with-parent.
 //
+// # Programs
+//
+// Spawner.StartProgram runs a long-lived program the daemon talks to over
+// its stdin and stdout (an MCP stdio server: internal/mcp) through the same
+// code: Start's session and process group, the exit seen without reaping,
+// the group's leftovers killed while the zombie holds its id, then the
+// reap; Program.Stop is the commands' kill path (engine.Escalate: stdin
+// closed, TERM, grace, KILL to the group). One supervisor for everything
+// the daemon starts.
+//
 // # Process limits
 //
 // On Linux, where the daemon can make a pids cgroup, every command (a sandboxed one

@@ -99,8 +99,8 @@ func (c Config) Engine() engine.Config {
 
 // New returns the local executor for cfg: the task engine on a plain
 // Spawner. It snapshots and scrubs the process environment, creates or
-// verifies <StateDir>/spill (an unsafe existing directory is an error
-// wrapping engine.ErrUnsafeDir) and removes old spill files.
+// verifies <StateDir>/spill (an unsafe directory is logged and refused: see
+// engine.New) and removes old spill files.
 func New(cfg Config) (*Executor, error) {
 	sp, err := NewSpawner(SpawnerConfig{Limits: cfg.Limits, Logger: cfg.Logger})
 	if err != nil {

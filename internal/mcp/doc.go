@@ -3,8 +3,9 @@
 // official Go SDK (github.com/modelcontextprotocol/go-sdk).
 //
 // Start connects every server of a session in the background — a stdio
-// server is spawned in a session and process group of its own with the
-// daemon's scrubbed environment plus the client's variables; a streamable
+// server is spawned by the commands' own group code (local.Program: a
+// session and process group of its own, its exit seen without reaping it)
+// with the daemon's scrubbed environment plus the client's variables; a streamable
 // HTTP server is reached with the client's headers — and lists its tools.
 // A server that fails is a Failure (its name and why) for the caller to
 // show; the others work. Tools lists the tools as mcp__<server>__<tool>

@@ -45,6 +45,9 @@ type Config struct {
 	// Grace is the time between TERM and KILL when a server is stopped
 	// (DefaultGrace).
 	Grace time.Duration
+	// Spawner starts the stdio servers, as it starts commands (nil: a
+	// plain spawner of the package's own, without a process limit).
+	Spawner *local.Spawner
 	// ConnectTimeout bounds starting a server, the MCP handshake and the
 	// first tool listing (DefaultConnectTimeout).
 	ConnectTimeout time.Duration
@@ -137,7 +140,7 @@ type Servers struct {
 	mu       sync.Mutex
 	conns    []*conn // connected, in the client's order
 	failures []Failure
-	procs    []*proc // every process started
+	procs    []*local.Program // every process started
 	closed   bool
 	tools    []tools.Tool // the offered tools, named
 
@@ -148,7 +151,7 @@ type Servers struct {
 type conn struct {
 	spec    Spec
 	cs      *sdk.ClientSession
-	proc    *proc // nil for HTTP
+	proc    *local.Program // nil for HTTP
 	changed atomic.Bool
 	defs    []*sdk.Tool // by name; guarded by Servers.mu
 }
@@ -241,7 +244,7 @@ func (s *Servers) Close(ctx context.Context) {
 	s.cancel()
 	var wg sync.WaitGroup
 	for _, p := range procs {
-		wg.Go(func() { p.stop(ctx, s.cfg.Grace) })
+		wg.Go(func() { p.Stop(ctx, s.cfg.Grace) })
 	}
 	for _, c := range conns {
 		if c.proc == nil { // HTTP: end the remote session, bounded
@@ -359,7 +362,7 @@ func (s *Servers) transport(c *conn) (sdk.Transport, error) {
 			dir = ""
 		}
 		return &stdioTransport{command: spec.Command, args: spec.Args, dir: dir, env: mergeEnv(s.cfg.Env, spec.Env),
-			started: func(p *proc) error { return s.track(c, p) }}, nil
+			spawner: s.cfg.Spawner, started: func(p *local.Program) error { return s.track(c, p) }}, nil
 	case TransportHTTP:
 		u, err := url.Parse(spec.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -374,7 +377,7 @@ func (s *Servers) transport(c *conn) (sdk.Transport, error) {
 
 // track records a started process so Close stops it; after Close it
 // refuses it.
-func (s *Servers) track(c *conn, p *proc) error {
+func (s *Servers) track(c *conn, p *local.Program) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -393,13 +396,13 @@ func (s *Servers) connectError(ctx context.Context, c *conn, what string, err er
 		return se
 	}
 	if c.proc != nil {
-		defer func() { go c.proc.stop(context.Background(), s.cfg.Grace) }()
+		defer func() { go c.proc.Stop(context.Background(), s.cfg.Grace) }()
 		// The process may be exiting: give it a moment to tell why.
 		select {
-		case <-c.proc.reaped:
+		case <-c.proc.Done():
 		case <-time.After(200 * time.Millisecond):
 		}
-		if msg := c.proc.failure(); msg != "" {
+		if msg := failure(c.proc); msg != "" {
 			return fmt.Errorf("%s: %s", what, msg)
 		}
 	}

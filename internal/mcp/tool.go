@@ -111,7 +111,7 @@ func (t *tool) failed(ctx, cctx context.Context, err error) event.Result {
 	case errors.Is(err, sdk.ErrConnectionClosed):
 		p.Failure, text = FailDisconnected, fmt.Sprintf("the %s MCP server is not connected any more", server)
 		if t.conn.proc != nil {
-			if msg := t.conn.proc.failure(); msg != "" {
+			if msg := failure(t.conn.proc); msg != "" {
 				text += " (" + msg + ")"
 			}
 		}

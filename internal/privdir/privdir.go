@@ -66,17 +66,8 @@ func OpenExisting(dir string, p Policy) (*os.Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case lst.Mode()&fs.ModeSymlink != 0:
-		return nil, unsafe(dir, "is a symlink")
-	case !lst.IsDir():
-		return nil, unsafe(dir, "is not a directory")
-	}
-	if err := checkOwner(dir, lst); err != nil {
+	if err := Check(dir, lst, p); err != nil {
 		return nil, err
-	}
-	if p == RefuseWritable && lst.Mode().Perm()&0o022 != 0 {
-		return nil, unsafe(dir, "is writable by its group or others (mode %04o)", lst.Mode().Perm())
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -94,6 +85,26 @@ func OpenExisting(dir string, p Policy) (*os.Root, error) {
 		return nil, err
 	}
 	return root, nil
+}
+
+// Check refuses fi, what Lstat said of the directory path, unless it is a
+// real directory (not a symlink) owned by this user and, under
+// RefuseWritable, writable by no one else. The refusal matches ErrUnsafe and
+// names path. It never changes anything: a mode to repair is the caller's.
+func Check(path string, fi fs.FileInfo, p Policy) error {
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return unsafe(path, "is a symlink")
+	case !fi.IsDir():
+		return unsafe(path, "is not a directory")
+	}
+	if err := checkOwner(path, fi); err != nil {
+		return err
+	}
+	if p == RefuseWritable && fi.Mode().Perm()&0o022 != 0 {
+		return unsafe(path, "is writable by its group or others (mode %04o)", fi.Mode().Perm())
+	}
+	return nil
 }
 
 // OpenFile opens name in root with flag (no O_CREATE: the file must exist)

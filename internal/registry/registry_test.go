@@ -124,6 +124,49 @@ func TestAgentJSONFitsTheRegistrySchema(t *testing.T) {
 	}
 }
 
+// taken is testdata/taken-ids.txt: the ids registry entries use, and the
+// display names of those whose names were read, lower-cased.
+func taken(t *testing.T) (ids, names map[string]bool) {
+	t.Helper()
+	b, err := os.ReadFile("testdata/taken-ids.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, names = map[string]bool{}, map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		id, name, _ := strings.Cut(line, " | ")
+		if !idPattern.MatchString(id) {
+			t.Fatalf("taken-ids.txt: %q is not a registry id", id)
+		}
+		ids[id] = true
+		if name != "" {
+			names[strings.ToLower(name)] = true
+		}
+	}
+	return ids, names
+}
+
+// The entry's id and display name are our own: no registry entry in the
+// list of taken ids (testdata/taken-ids.txt) uses either.
+func TestIDAndNameAreOurOwn(t *testing.T) {
+	ids, names := taken(t)
+	for _, id := range []string{"dsh-acp", "dsh-acp-interactive", "deepseek-acp", "deepseek-harness-acp"} {
+		if !ids[id] {
+			t.Fatalf("taken-ids.txt misses %s, an id known to be taken: the list does not read right", id)
+		}
+	}
+	a := loadAgent(t)
+	if ids[a.ID] {
+		t.Errorf("id %q is taken by another registry entry", a.ID)
+	}
+	if names[strings.ToLower(a.Name)] {
+		t.Errorf("display name %q is another registry entry's", a.Name)
+	}
+}
+
 func checkTarget(t *testing.T, platform string, target binaryTarget, version string) {
 	t.Helper()
 	if !isAbsURL(target.Archive) {
