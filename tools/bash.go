@@ -159,6 +159,7 @@ func (t *bash) run(ctx context.Context, spec executor.Spec, output func(string))
 			LimitHit:   res.LimitHit,
 		},
 	}
+	r.CardTail, r.CardTailCut = card.tailOf()
 	if res.Signal == "" {
 		code := res.ExitCode
 		r.ExitCode = &code

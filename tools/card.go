@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,9 +13,12 @@ import (
 
 // cardStream turns a run's output chunks into the card's live output: valid
 // UTF-8 (a character split across chunks is carried to the stream's next
-// chunk; invalid bytes become U+FFFD), otherwise raw, capped at limit bytes
-// of output. It records exactly what it forwards, so the card a replay draws
-// from the recorded text equals the live one.
+// chunk; invalid bytes become U+FFFD), without terminal string sequences
+// (OSC, DCS, …: see stringFilter; colours stay), otherwise raw, capped at
+// limit bytes of output. It records exactly what it forwards, so the card a
+// replay draws from the recorded text equals the live one. Past the cap it
+// keeps only the last cardTailBytes, for a card that shows the end of the
+// output (Outcome.CardTail).
 type cardStream struct {
 	mu    sync.Mutex
 	out   func(string) // may be nil
@@ -25,10 +29,15 @@ type cardStream struct {
 	sent   strings.Builder
 	data   int // output bytes forwarded (notices excluded)
 	carry  map[executor.Stream][]byte
-	hidden int64 // bytes past the cap
+	esc    map[executor.Stream]*stringFilter
+	hidden int64    // bytes past the cap
+	tail   tailRing // the last of them
 	capped bool
 	closed bool
 	seen   bool // a chunk arrived
+	// tailText is the end of what the cap hid, set by close.
+	tailText string
+	tailCut  int64 // output bytes before tailText
 }
 
 // cardNoticeRoom is what a card's output leaves of event.MaxCardOutput for
@@ -39,7 +48,8 @@ const cardNoticeRoom = 4 << 10
 
 func newCardStream(limit int, out func(string)) *cardStream {
 	limit = min(limit, event.MaxCardOutput-cardNoticeRoom)
-	return &cardStream{out: out, limit: limit, carry: map[executor.Stream][]byte{}}
+	return &cardStream{out: out, limit: limit, carry: map[executor.Stream][]byte{},
+		esc: map[executor.Stream]*stringFilter{}}
 }
 
 // observe takes one chunk. It is an executor.Run observer; chunks arriving
@@ -53,6 +63,9 @@ func (c *cardStream) observe(ch executor.Chunk) {
 	c.seen = true
 	if ch.Dropped > 0 {
 		c.flushCarries()
+		for _, f := range c.esc {
+			f.reset()
+		}
 		if c.capped {
 			c.hidden += ch.Dropped
 		} else {
@@ -62,8 +75,8 @@ func (c *cardStream) observe(ch executor.Chunk) {
 	if len(ch.Data) == 0 {
 		return
 	}
-	if c.capped { // past the cap: count, never copy
-		c.hidden += int64(len(ch.Data))
+	if c.capped { // past the cap: count, and keep only the tail
+		c.hide(ch.Data)
 		return
 	}
 	data := ch.Data
@@ -72,7 +85,7 @@ func (c *cardStream) observe(ch executor.Chunk) {
 		data = append(carry, data...)
 	}
 	n := completeLen(data)
-	c.emit(data[:n])
+	c.emit(ch.Stream, data[:n])
 	if n == len(data) {
 		delete(c.carry, ch.Stream)
 		return
@@ -88,6 +101,9 @@ func (c *cardStream) close(spillPath, spillErr string) string {
 	defer c.mu.Unlock()
 	if !c.closed {
 		c.flushCarries()
+		if c.hidden > 0 {
+			c.tailText, c.tailCut = c.tail.text(int64(c.data) + c.hidden)
+		}
 		switch {
 		case c.hidden > 0 && (spillPath != "" || spillErr != ""):
 			c.line(fmt.Sprintf("[… %d bytes not shown; %s]", c.hidden, fullOutput(spillPath, spillErr)))
@@ -110,26 +126,43 @@ func (c *cardStream) sawOutput() bool {
 func (c *cardStream) flushCarries() {
 	for _, s := range []executor.Stream{executor.Stdout, executor.Stderr} {
 		if b := c.carry[s]; len(b) > 0 {
-			c.emit(b)
+			c.emit(s, b)
 			delete(c.carry, s)
 		}
 	}
 	for s, b := range c.carry { // unknown stream values, if any
-		c.emit(b)
+		c.emit(s, b)
 		delete(c.carry, s)
 	}
 }
 
-// emit forwards output bytes, up to the cap.
-func (c *cardStream) emit(b []byte) {
+// tail returns the end of the output the cap hid, at most cardTailBytes
+// from a line start, and how many output bytes come before it; "" when
+// the cap hid nothing. Valid after close.
+func (c *cardStream) tailOf() (string, int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tailText, c.tailCut
+}
+
+// hide counts b as past the cap and keeps it in the tail.
+func (c *cardStream) hide(b []byte) {
+	c.hidden += int64(len(b))
+	c.tail.write(b)
+}
+
+// emit forwards output bytes of stream st, up to the cap: as valid UTF-8,
+// string sequences removed.
+func (c *cardStream) emit(st executor.Stream, b []byte) {
 	if len(b) == 0 {
 		return
 	}
 	if c.capped {
-		c.hidden += int64(len(b))
+		c.hide(b)
 		return
 	}
 	room := c.limit - c.data
+	var rest []byte
 	if len(b) > room+utf8.UTFMax && utf8.Valid(b) {
 		// At most room bytes can be shown: copy no more than those and
 		// the character they may cut (a valid cut: past room, on a
@@ -138,38 +171,40 @@ func (c *cardStream) emit(b []byte) {
 		for !utf8.RuneStart(b[j]) {
 			j--
 		}
-		c.hidden += int64(len(b) - j)
-		b = b[:j]
+		b, rest = b[:j], b[j:]
 	}
-	if utf8.Valid(b) {
-		k := c.fit(len(b), room, func(i int) bool { return utf8.RuneStart(b[i]) })
-		c.data += k
-		c.grow(k)
-		start := c.sent.Len()
-		c.sent.Write(b[:k])
-		c.forward(start)
-		return
+	if !utf8.Valid(b) {
+		b = []byte(strings.ToValidUTF8(string(b), "\uFFFD")) // the rare path: a copy
 	}
-	s := strings.ToValidUTF8(string(b), "\uFFFD") // the rare path: a copy
-	k := c.fit(len(s), room, func(i int) bool { return utf8.RuneStart(s[i]) })
+	b = c.filter(st).filter(b)
+	k := len(b)
+	if k > room || rest != nil {
+		k = room
+		for k > 0 && k < len(b) && !utf8.RuneStart(b[k]) {
+			k--
+		}
+		k = min(k, len(b))
+		c.capped = true
+	}
 	c.data += k
-	c.send(s[:k])
+	c.grow(k)
+	start := c.sent.Len()
+	c.sent.Write(b[:k])
+	c.forward(start)
+	if c.capped {
+		c.hide(b[k:])
+		c.hide(rest)
+	}
 }
 
-// fit is how many of n bytes fit in room, cut on a character start (start
-// reports one), counting the rest as hidden and capping the stream when
-// they do not all fit.
-func (c *cardStream) fit(n, room int, start func(int) bool) int {
-	if n <= room {
-		return n
+// filter is stream st's string-sequence filter.
+func (c *cardStream) filter(st executor.Stream) *stringFilter {
+	f := c.esc[st]
+	if f == nil {
+		f = &stringFilter{}
+		c.esc[st] = f
 	}
-	k := room
-	for k > 0 && !start(k) {
-		k--
-	}
-	c.hidden += int64(n - k)
-	c.capped = true
-	return k
+	return f
 }
 
 // line forwards a notice on a line of its own.
@@ -218,4 +253,56 @@ func completeLen(b []byte) int {
 		return i
 	}
 	return len(b)
+}
+
+// cardTailBytes bounds the tail a capped card keeps of what it did not
+// show: about what the model reads of an output (DefaultOutputLimit
+// characters), so a card that shows the end shows what the model saw.
+const cardTailBytes = 32 << 10
+
+// tailRing keeps the last cardTailBytes bytes written to it; its buffer is
+// allocated on the first write.
+type tailRing struct {
+	buf  []byte
+	next int  // where the next byte goes
+	full bool // the buffer wrapped: it holds the last len(buf) bytes
+}
+
+func (r *tailRing) write(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	if r.buf == nil {
+		r.buf = make([]byte, cardTailBytes)
+	}
+	if len(b) >= len(r.buf) {
+		copy(r.buf, b[len(b)-len(r.buf):])
+		r.next, r.full = 0, true
+		return
+	}
+	if r.next+len(b) >= len(r.buf) {
+		r.full = true
+	}
+	n := copy(r.buf[r.next:], b)
+	copy(r.buf, b[n:])
+	r.next = (r.next + len(b)) % len(r.buf)
+}
+
+// text is what the ring holds, from its first line start (what comes
+// before continues a line the reader does not see whole), else from its
+// first character start, as valid UTF-8; cut is total (the bytes written
+// in all, shown ones included) less the bytes kept.
+func (r *tailRing) text(total int64) (tail string, cut int64) {
+	b := r.buf[:r.next]
+	if r.full {
+		b = append(append(make([]byte, 0, len(r.buf)), r.buf[r.next:]...), r.buf[:r.next]...)
+	}
+	if i := bytes.IndexByte(b, '\n'); i >= 0 && i+1 < len(b) {
+		b = b[i+1:]
+	} else {
+		for len(b) > 0 && !utf8.RuneStart(b[0]) {
+			b = b[1:]
+		}
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD"), max(total-int64(len(b)), 0)
 }
