@@ -87,6 +87,8 @@ type Presenter struct {
 
 	mu    sync.Mutex
 	cards map[string]openCard // by tool call id, from tool_call to the final update
+	// planShown: the client shows a plan a result set (see plan.go).
+	planShown bool
 }
 
 // openCard is what a card needs between its opening and its final update.
@@ -105,6 +107,7 @@ func NewPresenter(opt PresenterOptions) *Presenter {
 func (p *Presenter) Emit(ev event.Event) {
 	switch e := ev.(type) {
 	case event.UserPrompt:
+		p.clearPlan()
 		if p.opt.Replay {
 			p.opt.Send(acp.UpdateUserMessageText(e.Text))
 		}
@@ -230,6 +233,7 @@ func (p *Presenter) closeCard(e event.ToolResult) {
 	for _, u := range updates {
 		p.opt.Send(u)
 	}
+	p.setPlan(intent.Plan)
 }
 
 // withTail puts the last live output of a terminal card before the output

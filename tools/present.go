@@ -14,6 +14,7 @@ import (
 const (
 	kindExecute = "execute"
 	kindRead    = "read"
+	kindThink   = "think"
 	kindOther   = "other"
 )
 
@@ -64,6 +65,8 @@ func (t *bash) PresentResult(_ json.RawMessage, er event.Result) ResultIntent {
 		Failed:    runFailed(res),
 		RawOutput: summarize(res),
 		Reason:    reasonOf(res),
+		Tail:      res.CardTail,
+		TailCut:   res.CardTailCut,
 	}
 }
 
