@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,26 +16,40 @@ import (
 // Zed's terminal _meta (acptest.PlainCapabilities), as acpx, CodeCompanion
 // or agent-shell are. These tests use acptest and llmtest directly.
 
-// fallbackClient is a plain client of a real daemon with a scripted model.
+// fallbackClient is a client of a real daemon with a scripted model.
 type fallbackClient struct {
 	t     *testing.T
+	caps  map[string]any
 	a     *acptest.Agent
 	model *llmtest.Server
 	state string
 	sid   string
+	asked atomic.Int32 // permission questions
 }
 
 // startFallback starts the daemon with args and env for a plain client
 // whose permission questions are answered with answer.
 func startFallback(t *testing.T, answer string, args []string, env ...string) *fallbackClient {
 	t.Helper()
+	return startClient(t, acptest.PlainCapabilities(), answer, args, env...)
+}
+
+// startClient is startFallback for a client with caps.
+func startClient(t *testing.T, caps map[string]any, answer string, args []string, env ...string) *fallbackClient {
+	t.Helper()
 	model := llmtest.New(t)
 	state := t.TempDir()
 	env = append([]string{"DSH_STATE_DIR=" + state, "DSH_API_KEY=test-key", "DEEPSEEK_API_KEY=",
 		"DSH_BASE_URL=" + model.URL(), "XDG_CONFIG_HOME=" + t.TempDir()}, env...)
-	c := &fallbackClient{t: t, model: model, state: state}
+	c := &fallbackClient{t: t, caps: caps, model: model, state: state}
 	c.a = c.connect(args, env)
-	c.a.SetResponder(acptest.PermissionResponder(answer))
+	respond := acptest.PermissionResponder(answer)
+	c.a.SetResponder(func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+		if method == "session/request_permission" {
+			c.asked.Add(1)
+		}
+		return respond(ctx, method, params)
+	})
 	var r struct {
 		SessionID string `json:"sessionId"`
 	}
@@ -50,11 +65,11 @@ func startFallback(t *testing.T, answer string, args []string, env ...string) *f
 	return c
 }
 
-// connect starts a daemon process and initializes it as a plain client.
+// connect starts a daemon process and initializes it as the client.
 func (c *fallbackClient) connect(args, env []string) *acptest.Agent {
 	c.t.Helper()
 	a := acptest.Start(c.t, acptest.BuildBinary(c.t), args, env)
-	if err := a.Call(fbCtx(c.t), "initialize", acptest.InitializeParams(acptest.PlainCapabilities()), new(map[string]any)); err != nil {
+	if err := a.Call(fbCtx(c.t), "initialize", acptest.InitializeParams(c.caps), new(map[string]any)); err != nil {
 		c.t.Fatalf("initialize: %v", err)
 	}
 	return a
@@ -72,6 +87,23 @@ func (c *fallbackClient) prompt(text string) {
 	if err := c.a.Call(fbCtx(c.t), "session/prompt", promptParams(c.sid, text), new(map[string]any)); err != nil {
 		c.t.Fatalf("session/prompt %q: %v", text, err)
 	}
+}
+
+// reload ends the daemon, starts another on the same state and loads the
+// session into it; it returns the new daemon.
+func (c *fallbackClient) reload() *acptest.Agent {
+	c.t.Helper()
+	if err := c.a.CloseStdin(); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := c.a.Wait(fbCtx(c.t)); err != nil {
+		c.t.Fatalf("daemon end: %v", err)
+	}
+	d := c.connect(nil, []string{"DSH_STATE_DIR=" + c.state, "DSH_API_KEY=test-key", "DSH_BASE_URL=" + c.model.URL()})
+	if err := d.Call(fbCtx(c.t), "session/load", map[string]any{"sessionId": c.sid, "cwd": c.t.TempDir(), "mcpServers": []any{}}, new(any)); err != nil {
+		c.t.Fatalf("session/load: %v", err)
+	}
+	return d
 }
 
 // fbUpdate is a tool-call update as a plain client reads it.
@@ -197,16 +229,7 @@ func TestFallbackEndLines(t *testing.T) {
 		}
 	}
 	// A reload, by another daemon once this one ended, draws the same endings.
-	if err := c.a.CloseStdin(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.a.Wait(fbCtx(t)); err != nil {
-		t.Fatalf("daemon end: %v", err)
-	}
-	d := c.connect(nil, []string{"DSH_STATE_DIR=" + c.state, "DSH_API_KEY=test-key", "DSH_BASE_URL=" + c.model.URL()})
-	if err := d.Call(fbCtx(t), "session/load", map[string]any{"sessionId": c.sid, "cwd": t.TempDir(), "mcpServers": []any{}}, new(any)); err != nil {
-		t.Fatalf("session/load: %v", err)
-	}
+	d := c.reload()
 	for _, tt := range tests {
 		if got := finalOf(t, d.Updates(c.sid), tt.cmd).console(); got != tt.want {
 			t.Errorf("%s replayed: final console %q, want %q", tt.cmd, got, tt.want)
