@@ -543,7 +543,7 @@ func TestE2EModelBashPlainClient(t *testing.T) {
 			t.Errorf("terminal _meta sent to a client without the capability: %+v", u)
 		}
 	}
-	want := []string{"Print two lines", "```console\na\nb\n```"}
+	want := []string{"Print two lines", "```console\na\nb\ndsh-acp: exit 1\n```"}
 	if c.final == nil || c.final.Status != "failed" || !slices.Equal(c.contentTexts(), want) {
 		t.Errorf("final %+v content %q, want %q", c.final, c.contentTexts(), want)
 	}
