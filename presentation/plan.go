@@ -16,6 +16,12 @@ import (
 // again. The same events draw the same plans on session/load, so a reload
 // ends showing the plan the live session showed.
 //
+// A presenter starts with no plan shown. The live presenter of a session
+// reopened by session/load or session/resume does not know what the client
+// shows (the load's replay drew a plan through another presenter; a resumed
+// thread may show one from before): PlanMayStand says so, and its first
+// turn then clears the plan whatever it saw.
+//
 // Every entry's priority is medium: dsh's todos have none, and deriving
 // one from the status would only repeat the status in a field clients
 // sort or colour by.
@@ -41,6 +47,26 @@ func planStatus(s string) acp.PlanEntryStatus {
 	return acp.PlanEntryStatusPending
 }
 
+// planState is what the presenter knows of the client's plan.
+type planState uint8
+
+const (
+	planNone planState = iota
+	planUnknown
+	planShown
+)
+
+// PlanMayStand tells the presenter that the client may show a plan it did
+// not send (the session was reopened: see above), so the next turn clears
+// it.
+func (p *Presenter) PlanMayStand() {
+	p.mu.Lock()
+	if p.plan == planNone {
+		p.plan = planUnknown
+	}
+	p.mu.Unlock()
+}
+
 // setPlan sends plan when a result set one, and remembers whether a plan
 // now stands.
 func (p *Presenter) setPlan(plan *tools.Plan) {
@@ -48,18 +74,21 @@ func (p *Presenter) setPlan(plan *tools.Plan) {
 		return
 	}
 	p.mu.Lock()
-	p.planShown = len(plan.Entries) > 0
+	p.plan = planNone
+	if len(plan.Entries) > 0 {
+		p.plan = planShown
+	}
 	p.mu.Unlock()
 	p.opt.Send(PlanUpdate(plan.Entries))
 }
 
-// clearPlan clears a standing plan: a new turn started.
+// clearPlan clears a plan that stands or may stand: a new turn started.
 func (p *Presenter) clearPlan() {
 	p.mu.Lock()
-	shown := p.planShown
-	p.planShown = false
+	was := p.plan
+	p.plan = planNone
 	p.mu.Unlock()
-	if shown {
+	if was != planNone {
 		p.opt.Send(PlanUpdate(nil))
 	}
 }

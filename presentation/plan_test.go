@@ -92,3 +92,19 @@ func TestPlanEmptyListClears(t *testing.T) {
 		t.Errorf("updates %q: want card, plan, card, an empty plan, and no clear at the next turn", got)
 	}
 }
+
+// A reopened session's presenter clears at its first turn the plan the
+// client may show, then only what it sent.
+func TestPlanMayStand(t *testing.T) {
+	var got []string
+	p := presentation.NewPresenter(presentation.PresenterOptions{
+		Send:  func(u acp.SessionUpdate) { b, _ := json.Marshal(u); got = append(got, string(b)) },
+		Cards: tools.NewBuiltin(executorfake.New(), tools.Config{}),
+	})
+	p.PlanMayStand()
+	p.Emit(event.UserPrompt{Text: "next"})
+	p.Emit(event.UserPrompt{Text: "and next"})
+	if len(got) != 1 || got[0] != `{"entries":[],"sessionUpdate":"plan"}` {
+		t.Errorf("updates %q, want one clear", got)
+	}
+}

@@ -94,8 +94,8 @@ type Presenter struct {
 
 	mu    sync.Mutex
 	cards map[string]openCard // by tool call id, from tool_call to the final update
-	// planShown: the client shows a plan a result set (see plan.go).
-	planShown bool
+	// plan is what the client shows of a plan (see plan.go).
+	plan planState
 }
 
 // openCard is what a card needs between its opening and its final update.
