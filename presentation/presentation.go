@@ -155,7 +155,9 @@ func CloseCard(callID string, opened tools.CallIntent, res tools.ResultIntent, c
 		if !streamed {
 			// Replay: the whole output rides on the final update (Zed
 			// applies the output before the exit), one update per card less.
-			out = res.Output + out
+			// A journal written before the tools removed string sequences
+			// (OSC 52, OSC 8, titles, …) may hold them: never replayed raw.
+			out = tools.StripStringSequences(res.Output) + out
 		}
 		if out != "" {
 			final.Meta[metaTerminalOutput] = terminalOutputOf(callID, out)

@@ -1,6 +1,10 @@
 package tools
 
-import "bytes"
+import (
+	"bytes"
+	"strings"
+	"unicode/utf8"
+)
 
 // stringFilter removes terminal string sequences from one output stream on
 // its way to a terminal card: OSC (ESC ] or U+009D: titles, OSC 8
@@ -126,4 +130,20 @@ func hasC1String(b []byte) bool {
 		}
 		b = b[i+1:]
 	}
+}
+
+// StripStringSequences is s without terminal string sequences, as a card
+// stream removes them (see stringFilter), for output that did not pass
+// through one: a card output journaled before the stream removed them.
+// Invalid UTF-8 becomes U+FFFD first. s is returned as is when it holds
+// none; on output a card stream produced it changes nothing.
+func StripStringSequences(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if strings.IndexByte(s, 0x1b) < 0 && !strings.Contains(s, "\xc2") {
+		return s
+	}
+	var f stringFilter
+	return string(f.filter([]byte(s)))
 }

@@ -93,6 +93,9 @@ func FuzzStringFilter(f *testing.F) {
 		if hasIntroducer(whole) || !utf8.ValidString(whole) {
 			t.Fatalf("filter(%q) = %q", s, whole)
 		}
+		if again := filterAll(whole); again != whole {
+			t.Fatalf("filter is not idempotent: %q then %q", whole, again)
+		}
 		if len(s) == 0 {
 			return
 		}
@@ -152,5 +155,22 @@ func TestCardStreamKeepsTheTailPastTheCap(t *testing.T) {
 	short.close("", "")
 	if tail, cut := short.tailOf(); tail != "" || cut != 0 {
 		t.Errorf("an uncapped card has a tail %q, cut %d", tail, cut)
+	}
+}
+
+// Whole-text stripping matches the stream's, and changes nothing the
+// stream produced.
+func TestStripStringSequences(t *testing.T) {
+	in := "a\x1b]52;c;eA==\x07b\x1b[31mc\xc2\x9d0;t\xc2\x9cd\xff"
+	want := "ab\x1b[31mcd\uFFFD"
+	if got := StripStringSequences(in); got != want {
+		t.Errorf("StripStringSequences(%q) = %q, want %q", in, got, want)
+	}
+	if got := StripStringSequences(want); got != want {
+		t.Errorf("not idempotent: %q", got)
+	}
+	plain := "café\n"
+	if got := StripStringSequences(plain); got != plain {
+		t.Errorf("plain text changed: %q", got)
 	}
 }
