@@ -35,9 +35,14 @@ type stringFilter struct {
 // valid UTF-8. It returns b itself, uncopied, when it holds nothing to
 // remove and no sequence is open.
 func (f *stringFilter) filter(b []byte) []byte {
-	if !f.inString && !f.heldESC && bytes.IndexByte(b, 0x1b) < 0 && !hasC1String(b) {
+	if !f.inString && !f.heldESC && passes(b) {
 		return b
 	}
+	return f.strip(b)
+}
+
+// strip is filter without its fast path: it always copies.
+func (f *stringFilter) strip(b []byte) []byte {
 	if f.heldESC {
 		b = append([]byte{0x1b}, b...)
 		f.heldESC = false
@@ -107,6 +112,28 @@ func (f *stringFilter) skipString(b []byte) int {
 // lost, so what follows cannot continue what came before.
 func (f *stringFilter) reset() { *f = stringFilter{} }
 
+// passes reports whether the filter would return b unchanged from its
+// ground state: every ESC in it is followed by a printable byte that starts
+// no string sequence and is not ST's, and no C1 string introducer is in it
+// (colours and other CSI sequences take this path, uncopied).
+func passes(b []byte) bool {
+	for rest := b; ; {
+		i := bytes.IndexByte(rest, 0x1b)
+		if i < 0 {
+			break
+		}
+		if i+1 == len(rest) {
+			return false
+		}
+		c := rest[i+1]
+		if c < 0x20 || c > 0x7e || c == '\\' || isStringIntroducer(c) {
+			return false
+		}
+		rest = rest[i+2:]
+	}
+	return !hasC1String(b)
+}
+
 // isStringIntroducer reports whether ESC c starts a string sequence.
 func isStringIntroducer(c byte) bool {
 	return c == ']' || c == 'P' || c == 'X' || c == '^' || c == '_'
@@ -142,7 +169,7 @@ func StripStringSequences(s string) string {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
 	if strings.IndexByte(s, 0x1b) < 0 && !strings.Contains(s, "\xc2") {
-		return s
+		return s // the common case, without a copy
 	}
 	var f stringFilter
 	return string(f.filter([]byte(s)))

@@ -87,11 +87,15 @@ func hasIntroducer(s string) bool {
 func FuzzStringFilter(f *testing.F) {
 	f.Add("\x1b]52;c;eA==\x07\x1b[31mred\x1b\x1b]x", 3)
 	f.Add("\u009d8;;u\u009clink", 1)
+	f.Add("\x1b[31mred\x1b[0m \x1b(B\x1b=", 2)
 	f.Fuzz(func(t *testing.T, s string, cut int) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 		whole := filterAll(s)
 		if hasIntroducer(whole) || !utf8.ValidString(whole) {
 			t.Fatalf("filter(%q) = %q", s, whole)
+		}
+		if slow := string((&stringFilter{}).strip([]byte(s))); slow != whole {
+			t.Fatalf("the fast path gives %q, the slow one %q", whole, slow)
 		}
 		if again := filterAll(whole); again != whole {
 			t.Fatalf("filter is not idempotent: %q then %q", whole, again)
