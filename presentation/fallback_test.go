@@ -150,7 +150,8 @@ func TestFallbackKeepsTheTail(t *testing.T) {
 	for i := 1; i <= 400000; i++ {
 		fmt.Fprintf(&all, "%d\n", i)
 	}
-	got := runFallback(t, time.Hour, []executor.Chunk{stdout(all.String())}, executor.Result{})
+	tail := all.String()[all.Len()-1<<20:] // the executor keeps the last MiB
+	got := runFallback(t, time.Hour, []executor.Chunk{stdout(all.String())}, executor.Result{Combined: []byte(tail)})
 	final := got[len(got)-1]
 	if !strings.HasSuffix(final, "\n399999\n400000\ndsh-acp: exit 0\n```") || len(final) > presentation.FallbackFinalBytes+200 {
 		t.Fatalf("final update of %d bytes ends %q", len(final), final[max(0, len(final)-80):])

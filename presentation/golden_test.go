@@ -124,7 +124,7 @@ func scenarios() []scenario {
 			cfg:  tools.Config{OutputLimit: 200, CardOutputLimit: 120},
 			ex: &scriptedExec{
 				chunks: []executor.Chunk{stdout(big[:300]), withDropped(stdout(big[300:]), 5000)},
-				result: executor.Result{Stdout: []byte(big), Dropped: 5000, SpillPath: "/tmp/dsh-acp/spill/call_1.log"},
+				result: executor.Result{Stdout: []byte(big), Combined: []byte(big), Dropped: 5000, SpillPath: "/tmp/dsh-acp/spill/call_1.log"},
 			},
 		},
 		{

@@ -17,8 +17,8 @@ import (
 // (OSC, DCS, …: see stringFilter; colours stay), otherwise raw, capped at
 // limit bytes of output. It records exactly what it forwards, so the card a
 // replay draws from the recorded text equals the live one. Past the cap it
-// keeps only the last cardTailBytes, for a card that shows the end of the
-// output (Outcome.CardTail).
+// only counts (the end of the output is the executor's Combined tail: see
+// cardTail).
 type cardStream struct {
 	mu    sync.Mutex
 	out   func(string) // may be nil
@@ -30,14 +30,10 @@ type cardStream struct {
 	data   int // output bytes forwarded (notices excluded)
 	carry  map[executor.Stream][]byte
 	esc    map[executor.Stream]*stringFilter
-	hidden int64    // bytes past the cap
-	tail   tailRing // the last of them
+	hidden int64 // bytes past the cap
 	capped bool
 	closed bool
 	seen   bool // a chunk arrived
-	// tailText is the end of what the cap hid, set by close.
-	tailText string
-	tailCut  int64 // output bytes before tailText
 }
 
 // cardNoticeRoom is what a card's output leaves of event.MaxCardOutput for
@@ -75,8 +71,8 @@ func (c *cardStream) observe(ch executor.Chunk) {
 	if len(ch.Data) == 0 {
 		return
 	}
-	if c.capped { // past the cap: count, and keep only the tail
-		c.hide(ch.Data)
+	if c.capped { // past the cap: count, never copy
+		c.hidden += int64(len(ch.Data))
 		return
 	}
 	data := ch.Data
@@ -101,9 +97,6 @@ func (c *cardStream) close(spillPath, spillErr string) string {
 	defer c.mu.Unlock()
 	if !c.closed {
 		c.flushCarries()
-		if c.hidden > 0 {
-			c.tailText, c.tailCut = c.tail.text(int64(c.data) + c.hidden)
-		}
 		switch {
 		case c.hidden > 0 && (spillPath != "" || spillErr != ""):
 			c.line(fmt.Sprintf("[… %d bytes not shown; %s]", c.hidden, fullOutput(spillPath, spillErr)))
@@ -136,20 +129,16 @@ func (c *cardStream) flushCarries() {
 	}
 }
 
-// tail returns the end of the output the cap hid, at most cardTailBytes
-// from a line start, and how many output bytes come before it; "" when
-// the cap hid nothing. Valid after close.
-func (c *cardStream) tailOf() (string, int64) {
+// total is how many output bytes the stream saw (shown or past the cap),
+// and whether the cap hid some of them. Valid after close.
+func (c *cardStream) total() (int64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.tailText, c.tailCut
+	return int64(c.data) + c.hidden, c.hidden > 0
 }
 
-// hide counts b as past the cap and keeps it in the tail.
-func (c *cardStream) hide(b []byte) {
-	c.hidden += int64(len(b))
-	c.tail.write(b)
-}
+// hide counts b as past the cap.
+func (c *cardStream) hide(b []byte) { c.hidden += int64(len(b)) }
 
 // emit forwards output bytes of stream st, up to the cap: as valid UTF-8,
 // string sequences removed.
@@ -255,49 +244,19 @@ func completeLen(b []byte) int {
 	return len(b)
 }
 
-// cardTailBytes bounds the tail a capped card keeps of what it did not
-// show: about what the model reads of an output (DefaultOutputLimit
-// characters), so a card that shows the end shows what the model saw.
+// cardTailBytes bounds the tail a capped card keeps of the output: about
+// what the model reads of an output (DefaultOutputLimit characters), so a
+// card that shows the end shows what the model saw.
 const cardTailBytes = 32 << 10
 
-// tailRing keeps the last cardTailBytes bytes written to it; its buffer is
-// allocated on the first write.
-type tailRing struct {
-	buf  []byte
-	next int  // where the next byte goes
-	full bool // the buffer wrapped: it holds the last len(buf) bytes
-}
-
-func (r *tailRing) write(b []byte) {
-	if len(b) == 0 {
-		return
-	}
-	if r.buf == nil {
-		r.buf = make([]byte, cardTailBytes)
-	}
-	if len(b) >= len(r.buf) {
-		copy(r.buf, b[len(b)-len(r.buf):])
-		r.next, r.full = 0, true
-		return
-	}
-	if r.next+len(b) >= len(r.buf) {
-		r.full = true
-	}
-	n := copy(r.buf[r.next:], b)
-	copy(r.buf, b[n:])
-	r.next = (r.next + len(b)) % len(r.buf)
-}
-
-// text is what the ring holds, from its first line start (what comes
-// before continues a line the reader does not see whole), else from its
-// first character start, as valid UTF-8; cut is total (the bytes written
-// in all, shown ones included) less the bytes kept.
-func (r *tailRing) text(total int64) (tail string, cut int64) {
-	b := r.buf[:r.next]
-	if r.full {
-		b = append(append(make([]byte, 0, len(r.buf)), r.buf[r.next:]...), r.buf[:r.next]...)
-	}
-	if i := bytes.IndexByte(b, '\n'); i >= 0 && i+1 < len(b) {
+// cardTail is the end of an output that went past the card's cap: the last
+// cardTailBytes of combined (the executor's tail of both streams, in
+// arrival order) from a line start (what comes before continues a line the
+// reader does not see whole), else from a character start, as valid UTF-8;
+// cut is total (the output's bytes) less the bytes kept.
+func cardTail(combined []byte, total int64) (tail string, cut int64) {
+	b := combined[max(len(combined)-cardTailBytes, 0):]
+	if i := bytes.IndexByte(b, '\n'); i >= 0 && i+1 < len(b) && (len(b) < len(combined) || int64(len(b)) < total) {
 		b = b[i+1:]
 	} else {
 		for len(b) > 0 && !utf8.RuneStart(b[0]) {

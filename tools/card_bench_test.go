@@ -11,8 +11,8 @@ import (
 // plain text, coloured text (CSI only: the string-sequence filter's fast
 // path cannot take it), and text past the cap (the tail ring).
 func BenchmarkCardStream(b *testing.B) {
-	plain := []byte(strings.Repeat("compiling module github.com/x/y … ok\n", 1800)[:64<<10])
-	coloured := []byte(strings.Repeat("\x1b[32mok\x1b[0m   github.com/x/y 0.01s\n", 1800)[:64<<10])
+	plain := []byte(strings.Repeat("compiling module github.com/x/y … ok\n", 2000)[:64<<10])
+	coloured := []byte(strings.Repeat("\x1b[32mok\x1b[0m   github.com/x/y 0.01s\n", 2000)[:64<<10])
 	for _, bc := range []struct {
 		name  string
 		chunk []byte

@@ -1,11 +1,13 @@
 package tools
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/executorfake"
 )
 
 // filterAll runs s through a fresh filter in the given pieces.
@@ -135,30 +137,42 @@ func TestCardStreamStripsStringSequences(t *testing.T) {
 	}
 }
 
-// A capped card keeps the end of what it did not show, from a line start.
-func TestCardStreamKeepsTheTailPastTheCap(t *testing.T) {
-	c := newCardStream(1000, nil)
+// A capped card's tail is the end of the executor's combined tail, from a
+// line start, and says how much comes before it.
+func TestCardTail(t *testing.T) {
 	var all strings.Builder
 	for i := range 20000 {
-		line := []byte(strings.Repeat("x", i%7) + "\n")
-		all.Write(line)
-		c.observe(executor.Chunk{Stream: executor.Stdout, Data: line})
+		all.WriteString(strings.Repeat("x", i%7) + "\n")
 	}
-	c.observe(executor.Chunk{Stream: executor.Stdout, Data: []byte("the last line\n")})
 	all.WriteString("the last line\n")
-	c.close("", "")
-	tail, cut := c.tailOf()
+	combined := []byte(all.String()[all.Len()-50000:]) // the executor keeps a tail too
+	tail, cut := cardTail(combined, int64(all.Len()))
 	if len(tail) > cardTailBytes || !strings.HasSuffix(all.String(), tail) || !strings.HasSuffix(tail, "the last line\n") {
 		t.Fatalf("tail of %d bytes ends %q", len(tail), tail[max(0, len(tail)-40):])
 	}
-	if i := len(all.String()) - len(tail); all.String()[i-1] != '\n' || cut != int64(i) {
+	if i := all.Len() - len(tail); all.String()[i-1] != '\n' || cut != int64(i) {
 		t.Errorf("tail starts mid-line or cut %d, want %d", cut, i)
 	}
-	short := newCardStream(1000, nil)
-	short.observe(executor.Chunk{Stream: executor.Stdout, Data: []byte("fits\n")})
-	short.close("", "")
-	if tail, cut := short.tailOf(); tail != "" || cut != 0 {
-		t.Errorf("an uncapped card has a tail %q, cut %d", tail, cut)
+	if tail, cut := cardTail([]byte("short\nend\n"), 10); tail != "short\nend\n" || cut != 0 {
+		t.Errorf("a whole output's tail %q, cut %d", tail, cut)
+	}
+}
+
+// bash records the tail only when the card's cap cut the output short.
+func TestBashCardTailOnlyPastTheCap(t *testing.T) {
+	for _, tt := range []struct {
+		limit int
+		want  bool
+	}{{1 << 20, false}, {1000, true}} {
+		out := strings.Repeat("0123456789\n", 1000) + "end\n"
+		f := executorfake.New()
+		f.Chunks = []executor.Chunk{{Stream: executor.Stdout, Data: []byte(out)}}
+		f.Result = executor.Result{Stdout: []byte(out), Combined: []byte(out)}
+		bash, _ := NewBash(f, Config{CardOutputLimit: tt.limit}).Lookup(BashName)
+		o := OutcomeOf(bash.Run(context.Background(), Call{Args: []byte(`{"command":"x"}`), Output: func(string) {}}))
+		if got := o.CardTail != ""; got != tt.want || (got && (!strings.HasSuffix(o.CardTail, "9\nend\n") || o.CardTailCut != int64(len(out)-len(o.CardTail)))) {
+			t.Errorf("card limit %d: tail %d bytes, cut %d", tt.limit, len(o.CardTail), o.CardTailCut)
+		}
 	}
 }
 
