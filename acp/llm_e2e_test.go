@@ -505,7 +505,7 @@ func (f *llmFixture) checkFirstRequest(req llmtest.Request) {
 	if got := req.Header.Get("Authorization"); got != "Bearer "+f.key {
 		t.Errorf("Authorization header %q", got)
 	}
-	if got := req.ToolNames(); !slices.Equal(got, []string{"bash", "bash_output", "bash_kill"}) {
+	if got := req.ToolNames(); !slices.Equal(got, []string{"bash", "bash_output", "bash_kill", "todo_write"}) {
 		t.Errorf("tools %q", got)
 	}
 	for _, tool := range req.Tools {
@@ -1071,7 +1071,7 @@ func TestE2EModelMalformedToolCalls(t *testing.T) {
 	req := reqs[1]
 	llmCheckConversation(t, req)
 	wants := map[string]string{
-		"call_u": `unknown tool "read_file"; the tools you can call are: bash, bash_output, bash_kill`,
+		"call_u": `unknown tool "read_file"; the tools you can call are: bash, bash_output, bash_kill, todo_write`,
 		"call_j": "the arguments of this bash call are not a JSON object: {\"command\": \"ls\"\n" +
 			"Call the tool again with a JSON object that matches its schema.",
 		"call_m": `invalid arguments: missing required field "command"`,
