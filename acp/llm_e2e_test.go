@@ -505,7 +505,7 @@ func (f *llmFixture) checkFirstRequest(req llmtest.Request) {
 	if got := req.Header.Get("Authorization"); got != "Bearer "+f.key {
 		t.Errorf("Authorization header %q", got)
 	}
-	if got := req.ToolNames(); !slices.Equal(got, []string{"bash", "bash_output", "bash_kill"}) {
+	if got := req.ToolNames(); !slices.Equal(got, []string{"bash", "bash_output", "bash_kill", "todo_write"}) {
 		t.Errorf("tools %q", got)
 	}
 	for _, tool := range req.Tools {
@@ -543,7 +543,7 @@ func TestE2EModelBashPlainClient(t *testing.T) {
 			t.Errorf("terminal _meta sent to a client without the capability: %+v", u)
 		}
 	}
-	want := []string{"Print two lines", "```console\na\nb\n```"}
+	want := []string{"Print two lines", "```console\na\nb\ndsh-acp: exit 1\n```"}
 	if c.final == nil || c.final.Status != "failed" || !slices.Equal(c.contentTexts(), want) {
 		t.Errorf("final %+v content %q, want %q", c.final, c.contentTexts(), want)
 	}
@@ -1071,7 +1071,7 @@ func TestE2EModelMalformedToolCalls(t *testing.T) {
 	req := reqs[1]
 	llmCheckConversation(t, req)
 	wants := map[string]string{
-		"call_u": `unknown tool "read_file"; the tools you can call are: bash, bash_output, bash_kill`,
+		"call_u": `unknown tool "read_file"; the tools you can call are: bash, bash_output, bash_kill, todo_write`,
 		"call_j": "the arguments of this bash call are not a JSON object: {\"command\": \"ls\"\n" +
 			"Call the tool again with a JSON object that matches its schema.",
 		"call_m": `invalid arguments: missing required field "command"`,

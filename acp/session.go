@@ -365,6 +365,7 @@ const (
 func (r *reopening) session() *session {
 	if r.ss == nil {
 		r.ss = r.server.newSession(r.id, r.cwd, r.journal)
+		r.ss.present.PlanMayStand() // the client may show a plan: the next turn clears it
 		r.restore = r.ss.agent.BeginRestore()
 		if r.draw {
 			drawCwd := r.recordedCwd

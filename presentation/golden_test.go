@@ -124,7 +124,7 @@ func scenarios() []scenario {
 			cfg:  tools.Config{OutputLimit: 200, CardOutputLimit: 120},
 			ex: &scriptedExec{
 				chunks: []executor.Chunk{stdout(big[:300]), withDropped(stdout(big[300:]), 5000)},
-				result: executor.Result{Stdout: []byte(big), Dropped: 5000, SpillPath: "/tmp/dsh-acp/spill/call_1.log"},
+				result: executor.Result{Stdout: []byte(big), Combined: []byte(big), Dropped: 5000, SpillPath: "/tmp/dsh-acp/spill/call_1.log"},
 			},
 		},
 		{
@@ -227,6 +227,14 @@ func scenarios() []scenario {
 			ex:   &scriptedExec{killRes: executor.KillResult{ID: "bash-3", AlreadyFinished: true, Status: executor.Completed}},
 		},
 		{
+			name: "todo_write", tool: "todo_write",
+			args: `{"todos":[{"content":"Read the failing test","status":"completed"},{"content":"Fix the parser","status":"in_progress"},{"content":"Run the tests","status":"pending"}]}`,
+		},
+		{
+			name: "todo_write_duplicate", tool: "todo_write",
+			args: `{"todos":[{"content":"Fix it","status":"pending"},{"content":"Fix it","status":"completed"}]}`,
+		},
+		{
 			name: "unknown_tool", tool: "python",
 			args: `{"code":"print(1)"}`,
 			res:  &event.Result{Text: "unknown tool \"python\"", IsError: true},
@@ -254,7 +262,7 @@ func play(t *testing.T, sc scenario) golden {
 	if ex == nil {
 		ex = &scriptedExec{}
 	}
-	set := tools.NewBash(ex.fake(), sc.cfg)
+	set := tools.NewBuiltin(ex.fake(), sc.cfg)
 	g := golden{Tool: sc.tool, Args: sc.args}
 	if sc.res != nil {
 		g.Result = *sc.res

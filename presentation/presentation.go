@@ -8,8 +8,9 @@
 // tool_call carries _meta.terminal_info and a terminal content item, output
 // streams as tool_call_update _meta.terminal_output, and the final update
 // carries _meta.terminal_exit with the status. Without the capability the
-// output ends up in a fenced console block. Generic intents become ordinary
-// cards with text content.
+// output ends up in a fenced console block, re-sent with the output's tail
+// while the command runs and ended by a line saying how it ended (see
+// fallback.go). Generic intents become ordinary cards with text content.
 package presentation
 
 import (
@@ -127,10 +128,11 @@ func CardOutput(callID, data string, caps Caps) (u acp.SessionUpdate, ok bool) {
 // with a Reason ends the terminal's output with it (see ReasonPrefix), live
 // and on replay alike. Its content
 // keeps the terminal; a generic result (an error, a declined call) adds its
-// text after it. Without the capability, a terminal result's content is the
-// description and the output in a fenced console block, ended by the
-// reason line when there is one. A generic result keeps the opening content
-// and adds its Content blocks.
+// text after it. Without the capability, a terminal result's content, and
+// that of any result with a Reason on a card opened as a terminal, is the
+// description and the output's bounded tail in a fenced console block,
+// ended by a line saying how the call ended (see fallbackFinal). A generic
+// result keeps the opening content and adds its Content blocks.
 func CloseCard(callID string, opened tools.CallIntent, res tools.ResultIntent, caps Caps, streamed bool) []acp.SessionUpdate {
 	status := acp.ToolCallStatusCompleted
 	if res.Failed {
@@ -153,7 +155,9 @@ func CloseCard(callID string, opened tools.CallIntent, res tools.ResultIntent, c
 		if !streamed {
 			// Replay: the whole output rides on the final update (Zed
 			// applies the output before the exit), one update per card less.
-			out = res.Output + out
+			// A journal written before the tools removed string sequences
+			// (OSC 52, OSC 8, titles, …) may hold them: never replayed raw.
+			out = tools.StripStringSequences(res.Output) + out
 		}
 		if out != "" {
 			final.Meta[metaTerminalOutput] = terminalOutputOf(callID, out)
@@ -162,10 +166,12 @@ func CloseCard(callID string, opened tools.CallIntent, res tools.ResultIntent, c
 			content := append(openContent(opened), acp.ToolTerminalRef(callID))
 			final.Content = append(content, textBlocks(res.Content...)...)
 		}
-	case res.Card == tools.CardTerminal:
+	case res.Card == tools.CardTerminal || (opened.Card == tools.CardTerminal && res.Reason != ""):
+		// The fallback (see fallback.go): the output's tail and how the
+		// call ended, also for one that did not run (its reason, not the
+		// model's instructions).
 		final.Content = openContent(opened)
-		out := tools.CleanTerminalText(res.Output)
-		if out = strings.TrimRight(out+reasonLine(out, res.Reason), "\n"); out != "" {
+		if out := fallbackFinal(res); out != "" {
 			final.Content = append(final.Content, textBlocks(tools.Fence("console", out))...)
 		}
 	case len(res.Content) > 0:

@@ -27,17 +27,21 @@ type CardIntents interface {
 // gets at most one flush per Interval and no chunk waits longer than one.
 // Bytes caps the data of one update: a flush holding more sends it as
 // several updates, back to back, each cut on a character boundary, so no
-// single line of the wire grows with the output. The zero value takes the
-// defaults (one frame at 60 Hz, 64 KiB).
+// single line of the wire grows with the output. Fallback is the interval
+// of a fallback card (a client without the terminal _meta), whose every
+// update re-sends the card's tail (see fallback.go). The zero value takes
+// the defaults (one frame at 60 Hz, 64 KiB, one second).
 type FlushPolicy struct {
 	Interval time.Duration
 	Bytes    int
+	Fallback time.Duration
 }
 
 // Flush policy defaults: DefaultFlushInterval is one frame at 60 Hz.
 const (
-	DefaultFlushInterval = time.Second / 60
-	DefaultFlushBytes    = 64 << 10
+	DefaultFlushInterval    = time.Second / 60
+	DefaultFlushBytes       = 64 << 10
+	DefaultFallbackInterval = time.Second
 )
 
 func (f FlushPolicy) withDefaults() FlushPolicy {
@@ -46,6 +50,9 @@ func (f FlushPolicy) withDefaults() FlushPolicy {
 	}
 	if f.Bytes <= 0 {
 		f.Bytes = DefaultFlushBytes
+	}
+	if f.Fallback <= 0 {
+		f.Fallback = DefaultFallbackInterval
 	}
 	return f
 }
@@ -87,12 +94,17 @@ type Presenter struct {
 
 	mu    sync.Mutex
 	cards map[string]openCard // by tool call id, from tool_call to the final update
+	// plan is what the client shows of a plan (see plan.go).
+	plan planState
 }
 
 // openCard is what a card needs between its opening and its final update.
 type openCard struct {
 	intent tools.CallIntent
 	stream *cardStream // live output; nil unless a live terminal card
+	// fallback marks stream as a fallback card's: its final update is
+	// drawn from the result, so what is pending at the end is dropped.
+	fallback bool
 }
 
 // NewPresenter returns a presenter with opt (see PresenterOptions).
@@ -105,6 +117,7 @@ func NewPresenter(opt PresenterOptions) *Presenter {
 func (p *Presenter) Emit(ev event.Event) {
 	switch e := ev.(type) {
 	case event.UserPrompt:
+		p.clearPlan()
 		if p.opt.Replay {
 			p.opt.Send(acp.UpdateUserMessageText(e.Text))
 		}
@@ -195,12 +208,16 @@ func (p *Presenter) openCard(e event.ToolCall) {
 		open.ToolCall.Status = acp.ToolCallStatusPending
 	}
 	p.opt.Send(LocateCard(open, p.opt.Location))
-	if !p.opt.Replay && card.intent.Card == tools.CardTerminal && p.opt.Caps.Terminal {
+	switch {
+	case p.opt.Replay || card.intent.Card != tools.CardTerminal:
+	case p.opt.Caps.Terminal:
 		card.stream = newCardStream(p.opt.Flush, func(data string) {
 			if u, ok := CardOutput(e.ID, data, p.opt.Caps); ok {
 				p.opt.Send(u)
 			}
 		})
+	default:
+		card.stream, card.fallback = p.fallbackStream(e.ID, card.intent), true
 	}
 	p.mu.Lock()
 	p.cards[e.ID] = card
@@ -213,7 +230,11 @@ func (p *Presenter) closeCard(e event.ToolResult) {
 	delete(p.cards, e.ID)
 	p.mu.Unlock()
 	var tail string
-	if card.stream != nil {
+	switch {
+	case card.fallback:
+		card.stream.discard()
+		card.stream = nil // the final update shows the result's output
+	case card.stream != nil:
 		// What was streamed goes out first; what is still pending rides on
 		// the final update (Zed applies a terminal's output before its
 		// exit), so ending a card never adds an update outside the frame.
@@ -230,6 +251,17 @@ func (p *Presenter) closeCard(e event.ToolResult) {
 	for _, u := range updates {
 		p.opt.Send(u)
 	}
+	p.setPlan(intent.Plan)
+}
+
+// fallbackStream is a live fallback card's stream: output gathers in a
+// bounded tail, and each flush (at most one per Flush.Fallback) re-sends
+// the card's content with it.
+func (p *Presenter) fallbackStream(callID string, opened tools.CallIntent) *cardStream {
+	live := &fallbackLive{}
+	s := newCardStream(FlushPolicy{Interval: p.opt.Flush.Fallback, Bytes: fallbackKeep}, live.add)
+	s.flushed = func() { p.opt.Send(fallbackProgress(callID, opened, live.text())) }
+	return s
 }
 
 // withTail puts the last live output of a terminal card before the output
@@ -259,6 +291,10 @@ func withTail(updates []acp.SessionUpdate, callID, tail string) []acp.SessionUpd
 type cardStream struct {
 	policy FlushPolicy
 	write  func(string)
+	// flushed, when set, runs after each timed or leading-edge flush that
+	// wrote something, under the sending lock (a fallback card sends its
+	// update there: one per flush, however many pieces it wrote).
+	flushed func()
 
 	sending sync.Mutex // held while writing: one flush at a time, in order
 
@@ -335,6 +371,17 @@ func (s *cardStream) flush(gen uint64) {
 	}
 	s.mu.Unlock()
 	s.send(data)
+	if len(data) > 0 && s.flushed != nil {
+		s.flushed()
+	}
+}
+
+// discard closes the stream, dropping what is pending, after any flush
+// under way; nothing is written after it returns.
+func (s *cardStream) discard() {
+	s.sending.Lock()
+	defer s.sending.Unlock()
+	s.stop()
 }
 
 // finish is close, except that it returns the last update's worth of

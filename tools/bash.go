@@ -159,6 +159,9 @@ func (t *bash) run(ctx context.Context, spec executor.Spec, output func(string))
 			LimitHit:   res.LimitHit,
 		},
 	}
+	if total, capped := card.total(); capped && len(res.Combined) > 0 {
+		r.CardTail, r.CardTailCut = cardTail(res.Combined, total)
+	}
 	if res.Signal == "" {
 		code := res.ExitCode
 		r.ExitCode = &code

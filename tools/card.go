@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,9 +13,12 @@ import (
 
 // cardStream turns a run's output chunks into the card's live output: valid
 // UTF-8 (a character split across chunks is carried to the stream's next
-// chunk; invalid bytes become U+FFFD), otherwise raw, capped at limit bytes
-// of output. It records exactly what it forwards, so the card a replay draws
-// from the recorded text equals the live one.
+// chunk; invalid bytes become U+FFFD), without terminal string sequences
+// (OSC, DCS, …: see stringFilter; colours stay), otherwise raw, capped at
+// limit bytes of output. It records exactly what it forwards, so the card a
+// replay draws from the recorded text equals the live one. Past the cap it
+// only counts (the end of the output is the executor's Combined tail: see
+// cardTail).
 type cardStream struct {
 	mu    sync.Mutex
 	out   func(string) // may be nil
@@ -25,6 +29,7 @@ type cardStream struct {
 	sent   strings.Builder
 	data   int // output bytes forwarded (notices excluded)
 	carry  map[executor.Stream][]byte
+	esc    map[executor.Stream]*stringFilter
 	hidden int64 // bytes past the cap
 	capped bool
 	closed bool
@@ -39,7 +44,8 @@ const cardNoticeRoom = 4 << 10
 
 func newCardStream(limit int, out func(string)) *cardStream {
 	limit = min(limit, event.MaxCardOutput-cardNoticeRoom)
-	return &cardStream{out: out, limit: limit, carry: map[executor.Stream][]byte{}}
+	return &cardStream{out: out, limit: limit, carry: map[executor.Stream][]byte{},
+		esc: map[executor.Stream]*stringFilter{}}
 }
 
 // observe takes one chunk. It is an executor.Run observer; chunks arriving
@@ -53,6 +59,9 @@ func (c *cardStream) observe(ch executor.Chunk) {
 	c.seen = true
 	if ch.Dropped > 0 {
 		c.flushCarries()
+		for _, f := range c.esc {
+			f.reset()
+		}
 		if c.capped {
 			c.hidden += ch.Dropped
 		} else {
@@ -72,7 +81,7 @@ func (c *cardStream) observe(ch executor.Chunk) {
 		data = append(carry, data...)
 	}
 	n := completeLen(data)
-	c.emit(data[:n])
+	c.emit(ch.Stream, data[:n])
 	if n == len(data) {
 		delete(c.carry, ch.Stream)
 		return
@@ -113,26 +122,39 @@ func (c *cardStream) sawOutput() bool {
 func (c *cardStream) flushCarries() {
 	for _, s := range []executor.Stream{executor.Stdout, executor.Stderr} {
 		if b := c.carry[s]; len(b) > 0 {
-			c.emit(b)
+			c.emit(s, b)
 			delete(c.carry, s)
 		}
 	}
 	for s, b := range c.carry { // unknown stream values, if any
-		c.emit(b)
+		c.emit(s, b)
 		delete(c.carry, s)
 	}
 }
 
-// emit forwards output bytes, up to the cap.
-func (c *cardStream) emit(b []byte) {
+// total is how many output bytes the stream saw (shown or past the cap),
+// and whether the cap hid some of them. Valid after close.
+func (c *cardStream) total() (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return int64(c.data) + c.hidden, c.hidden > 0
+}
+
+// hide counts b as past the cap.
+func (c *cardStream) hide(b []byte) { c.hidden += int64(len(b)) }
+
+// emit forwards output bytes of stream st, up to the cap: as valid UTF-8,
+// string sequences removed.
+func (c *cardStream) emit(st executor.Stream, b []byte) {
 	if len(b) == 0 {
 		return
 	}
 	if c.capped {
-		c.hidden += int64(len(b))
+		c.hide(b)
 		return
 	}
 	room := c.limit - c.data
+	var rest []byte
 	if len(b) > room+utf8.UTFMax && utf8.Valid(b) {
 		// At most room bytes can be shown: copy no more than those and
 		// the character they may cut (a valid cut: past room, on a
@@ -141,38 +163,40 @@ func (c *cardStream) emit(b []byte) {
 		for !utf8.RuneStart(b[j]) {
 			j--
 		}
-		c.hidden += int64(len(b) - j)
-		b = b[:j]
+		b, rest = b[:j], b[j:]
 	}
-	if utf8.Valid(b) {
-		k := c.fit(len(b), room, func(i int) bool { return utf8.RuneStart(b[i]) })
-		c.data += k
-		c.grow(k)
-		start := c.sent.Len()
-		c.sent.Write(b[:k])
-		c.forward(start)
-		return
+	if !utf8.Valid(b) {
+		b = []byte(strings.ToValidUTF8(string(b), "\uFFFD")) // the rare path: a copy
 	}
-	s := strings.ToValidUTF8(string(b), "\uFFFD") // the rare path: a copy
-	k := c.fit(len(s), room, func(i int) bool { return utf8.RuneStart(s[i]) })
+	b = c.filter(st).filter(b)
+	k := len(b)
+	if k > room || rest != nil {
+		k = room
+		for k > 0 && k < len(b) && !utf8.RuneStart(b[k]) {
+			k--
+		}
+		k = min(k, len(b))
+		c.capped = true
+	}
 	c.data += k
-	c.send(s[:k])
+	c.grow(k)
+	start := c.sent.Len()
+	c.sent.Write(b[:k])
+	c.forward(start)
+	if c.capped {
+		c.hide(b[k:])
+		c.hide(rest)
+	}
 }
 
-// fit is how many of n bytes fit in room, cut on a character start (start
-// reports one), counting the rest as hidden and capping the stream when
-// they do not all fit.
-func (c *cardStream) fit(n, room int, start func(int) bool) int {
-	if n <= room {
-		return n
+// filter is stream st's string-sequence filter.
+func (c *cardStream) filter(st executor.Stream) *stringFilter {
+	f := c.esc[st]
+	if f == nil {
+		f = &stringFilter{}
+		c.esc[st] = f
 	}
-	k := room
-	for k > 0 && !start(k) {
-		k--
-	}
-	c.hidden += int64(n - k)
-	c.capped = true
-	return k
+	return f
 }
 
 // line forwards a notice on a line of its own.
@@ -221,4 +245,26 @@ func completeLen(b []byte) int {
 		return i
 	}
 	return len(b)
+}
+
+// cardTailBytes bounds the tail a capped card keeps of the output: about
+// what the model reads of an output (DefaultOutputLimit characters), so a
+// card that shows the end shows what the model saw.
+const cardTailBytes = 32 << 10
+
+// cardTail is the end of an output that went past the card's cap: the last
+// cardTailBytes of combined (the executor's tail of both streams, in
+// arrival order) from a line start (what comes before continues a line the
+// reader does not see whole), else from a character start, as valid UTF-8;
+// cut is total (the output's bytes) less the bytes kept.
+func cardTail(combined []byte, total int64) (tail string, cut int64) {
+	b := combined[max(len(combined)-cardTailBytes, 0):]
+	if i := bytes.IndexByte(b, '\n'); i >= 0 && i+1 < len(b) && (len(b) < len(combined) || int64(len(b)) < total) {
+		b = b[i+1:]
+	} else {
+		for len(b) > 0 && !utf8.RuneStart(b[0]) {
+			b = b[1:]
+		}
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD"), max(total-int64(len(b)), 0)
 }

@@ -28,10 +28,12 @@ func FuzzPresent(f *testing.F) {
 		{"bash_output", `{"task_id":"bash-1"}`, `{"text":"x\n[status: running]"}`},
 		{"bash_kill", `{"task_id":7}`, `{"declined":"no"}`},
 		{"mystery", "\xff\xfe", `{"text":"\u001b[31m"}`},
+		{"todo_write", `{"todos":[{"content":"a","status":"pending"}]}`, `{"text":"ok","payload":{"todos":[{"content":"a","status":"x"}]}}`},
+		{"todo_write", `{"todos":7}`, `{"text":"ok","payload":{"todos":{}}}`},
 	} {
 		f.Add(seed.name, []byte(seed.args), []byte(seed.res))
 	}
-	set := tools.NewBash(executorfake.New(), tools.Config{})
+	set := tools.NewBuiltin(executorfake.New(), tools.Config{})
 	f.Fuzz(func(t *testing.T, name string, args, resJSON []byte) {
 		var res event.Result
 		_ = json.Unmarshal(resJSON, &res) // any shape: a partial or zero Result is fine
@@ -51,6 +53,9 @@ func FuzzPresent(f *testing.F) {
 		}
 		for _, caps := range []presentation.Caps{{Terminal: true}, {}} {
 			ups := presentation.Replay("call_1", in, out, session.Cwd, caps)
+			if out.Plan != nil {
+				ups = append(ups, presentation.PlanUpdate(out.Plan.Entries))
+			}
 			if live, ok := presentation.CardOutput("call_1", res.CardOutput, caps); ok {
 				ups = append(ups, live)
 			}

@@ -194,3 +194,11 @@ func TestCleanTerminalTextAllocatesTheTextOnce(t *testing.T) {
 		t.Errorf("cleaning 1 MiB of NULs gave %d bytes and allocated %d", len(out), got)
 	}
 }
+
+func TestShortDuration(t *testing.T) {
+	for ms, want := range map[int64]string{120000: "2m", 5400000: "1h30m", 3600000: "1h", 90000: "1m30s", 1500: "1.5s", 500: "500ms", 1000: "1s"} {
+		if got := shortDuration(ms); got != want {
+			t.Errorf("shortDuration(%d) = %q, want %q", ms, got, want)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 const (
 	kindExecute = "execute"
 	kindRead    = "read"
+	kindThink   = "think"
 	kindOther   = "other"
 )
 
@@ -64,6 +65,8 @@ func (t *bash) PresentResult(_ json.RawMessage, er event.Result) ResultIntent {
 		Failed:    runFailed(res),
 		RawOutput: summarize(res),
 		Reason:    reasonOf(res),
+		Tail:      res.CardTail,
+		TailCut:   res.CardTailCut,
 	}
 }
 
@@ -79,11 +82,11 @@ func reasonOf(res result) string {
 	case res.Declined != "":
 		return clipLine(res.Declined)
 	case res.LimitHit != "" && res.TimedOut:
-		return clipLine(fmt.Sprintf("timed out after %s; process limit reached", time.Duration(res.TimeoutMs)*time.Millisecond))
+		return clipLine(fmt.Sprintf("timed out after %s; process limit reached", shortDuration(res.TimeoutMs)))
 	case res.LimitHit != "":
 		return clipLine(strings.Trim(limitMarker, "[]"))
 	case res.TimedOut:
-		return clipLine(fmt.Sprintf("timed out after %s", time.Duration(res.TimeoutMs)*time.Millisecond))
+		return clipLine(fmt.Sprintf("timed out after %s", shortDuration(res.TimeoutMs)))
 	case !res.IsError:
 		return ""
 	}
@@ -92,6 +95,19 @@ func reasonOf(res result) string {
 		return clipLine(strings.Trim(text[i+1:], "[]"))
 	}
 	return clipLine(strings.Trim(text, "[]"))
+}
+
+// shortDuration writes ms for a reason line without zero tails: "2m",
+// "1h30m", "1m30s", "1.5s", "500ms".
+func shortDuration(ms int64) string {
+	s := (time.Duration(ms) * time.Millisecond).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // clipLine is the first line of s, at most reasonLimit runes.

@@ -61,6 +61,16 @@ func NewBash(ex executor.Executor, cfg Config) *Registry {
 	return r
 }
 
+// NewBuiltin returns the tools the daemon offers every session: NewBash's
+// three, then todo_write (the model's plan).
+func NewBuiltin(ex executor.Executor, cfg Config) *Registry {
+	r := NewBash(ex, cfg)
+	if err := r.Register(NewTodoWrite()); err != nil {
+		panic(err) // unreachable: a fourth distinct name
+	}
+	return r
+}
+
 // bashTools builds bash, bash_output and bash_kill. What the model reads
 // (descriptions, schemas, the prompt section) is rendered on first use, a
 // model request, not at start-up.

@@ -20,6 +20,12 @@ type Outcome struct {
 	SpillError string `json:"spillError,omitempty"`
 	// LimitHit names the process limit the command ran into ("pids").
 	LimitHit string `json:"limitHit,omitempty"`
+	// CardTail is the end of the output when the card's cap cut it short
+	// (at most 32 KiB, from a line start), and CardTailCut how many output
+	// bytes come before it: what a card showing the end of the output
+	// shows. Empty when the card showed the whole output.
+	CardTail    string `json:"cardTail,omitempty"`
+	CardTailCut int64  `json:"cardTailCut,omitempty"`
 }
 
 // OutcomeOf decodes a bash tool result's payload. A result without one (an

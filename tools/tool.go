@@ -172,4 +172,25 @@ type ResultIntent struct {
 	// interrupted): a terminal card shows it as its last line of output,
 	// since a client that draws the terminal draws nothing beside it.
 	Reason string `json:"reason,omitempty"`
+	// Tail is the end of the output when Output stopped short of it (the
+	// card's cap), and TailCut how many output bytes come before Tail: a
+	// card that shows only the end of the output shows Tail. Empty when
+	// Output is the whole output.
+	Tail    string `json:"tail,omitempty"`
+	TailCut int64  `json:"tailCut,omitempty"`
+	// Plan, when set, becomes the session's whole plan (the client's plan
+	// view): the call set it. nil leaves the plan as it is.
+	Plan *Plan `json:"plan,omitempty"`
+}
+
+// Plan is the session's task list as a call set it; no entries clears it.
+type Plan struct {
+	Entries []PlanEntry `json:"entries"`
+}
+
+// PlanEntry is one task of a plan.
+type PlanEntry struct {
+	Content string `json:"content"`
+	// Status is TodoPending, TodoInProgress or TodoCompleted.
+	Status string `json:"status"`
 }

@@ -117,7 +117,7 @@ func serve(cfg config) error {
 	if err != nil {
 		return fmt.Errorf("session store: %w", err)
 	}
-	box := tools.NewBash(ex, tools.Config{
+	box := tools.NewBuiltin(ex, tools.Config{
 		OutputLimit:     cfg.OutputLimit,
 		CardOutputLimit: cfg.CardOutputLimit,
 		DefaultTimeout:  cfg.Timeout,

@@ -54,7 +54,7 @@ func printSession(w io.Writer, l *replay.Loaded, color bool) error {
 	h := l.Header
 	r.Notice("session %s in %s, started %s", h.ID, h.Cwd, h.Created.UTC().Format(time.RFC3339))
 	var sendErr error
-	cards := mcp.NewCards(tools.NewBash(nil, tools.Config{})) // presentation only: runs nothing
+	cards := mcp.NewCards(tools.NewBuiltin(nil, tools.Config{})) // presentation only: runs nothing
 	for k, v := range l.State {
 		cards.LearnState(k, v) // how each MCP tool's cards were drawn
 	}
