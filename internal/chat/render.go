@@ -6,8 +6,8 @@
 // one drawing, which `dsh-acp replay` shares.
 //
 // On a terminal (stdin and stdout both) the chat is a Bubble Tea program
-// (tui.go): an editable multi-line input with history across sessions
-// (history.go), bracketed paste of any size, single-key answers to
+// (tui.go): an editable multi-line input (editor.go) with history across
+// sessions (history.go), bracketed paste of any size, single-key answers to
 // permission questions and a spinner with the elapsed time while a turn
 // runs. What the session draws is printed above it into the terminal's own
 // scrollback, word-wrapped to the terminal's width, the model's markdown
@@ -22,6 +22,9 @@
 //     out because linking it costs every start of the daemon (the same
 //     binary) about 30 ms of package initialisation (chroma's lexers and
 //     styles), measured with GODEBUG=inittrace=1.
+//   - The input editor is the chat's own, not Bubbles' textarea, whose
+//     clipboard dependency probes $PATH at every start of the daemon (the
+//     same binary); it has no undo, no mouse, no clipboard of its own.
 //   - A terminal without bracketed paste delivers a multi-line paste as
 //     typed keys: each newline then sends the text typed so far.
 //   - Piped input: Ctrl-C arrives as SIGINT, and two presses closer

@@ -7,11 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"charm.land/bubbles/v2/key"
-	"charm.land/bubbles/v2/spinner"
-	"charm.land/bubbles/v2/textarea"
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/term"
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -125,8 +121,9 @@ const (
 // of key hints.
 type terminalModel struct {
 	r       *Renderer
-	ta      textarea.Model
-	sp      spinner.Model
+	ed      *editor
+	frame   int  // the spinner's
+	ticking bool // a spinner tick is on its way
 	hist    *history
 	it      *interrupter
 	prompts chan<- string
@@ -148,32 +145,21 @@ type terminalModel struct {
 }
 
 func newTerminalModel(r *Renderer, h *history, it *interrupter, prompts chan<- string, width int) *terminalModel {
-	ta := textarea.New()
-	ta.ShowLineNumbers = false
-	ta.CharLimit = 0
-	ta.DynamicHeight = true
-	ta.MinHeight = 1
-	ta.MaxHeight = 8
-	ta.MaxContentHeight = 5000
-	ta.Placeholder = "a prompt, or !command"
-	ta.SetPromptFunc(2, func(info textarea.PromptInfo) string {
-		if info.LineNumber == 0 {
-			return PromptMarker
-		}
-		return "  "
-	})
-	styles := textarea.DefaultDarkStyles()
-	styles.Focused.CursorLine = lipgloss.NewStyle()
-	styles.Cursor.Blink = false // a blinking cursor redraws forever
-	ta.SetStyles(styles)
-	ta.KeyMap.InsertNewline = key.NewBinding(key.WithKeys("ctrl+j", "alt+enter", "shift+enter"))
-	ta.SetWidth(width)
-	ta.Focus()
 	return &terminalModel{
-		r: r, ta: ta, hist: h, it: it, prompts: prompts, width: width,
-		sp:     spinner.New(spinner.WithSpinner(spinner.MiniDot)),
+		r: r, ed: newEditor(), hist: h, it: it, prompts: prompts, width: width,
 		browse: len(h.entries), pastes: map[string]string{},
 	}
+}
+
+// spinnerFrames are the spinner's frames, one every spinnerEvery.
+var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+const spinnerEvery = 100 * time.Millisecond
+
+type tickMsg struct{}
+
+func tick() tea.Cmd {
+	return tea.Tick(spinnerEvery, func(time.Time) tea.Msg { return tickMsg{} })
 }
 
 // PromptMarker starts the input line.
@@ -186,7 +172,6 @@ func (m *terminalModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		if msg.Width > 0 {
 			m.width = msg.Width
-			m.ta.SetWidth(msg.Width)
 			m.r.SetWidth(msg.Width)
 		}
 	case tea.KeyPressMsg:
@@ -208,17 +193,9 @@ func (m *terminalModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case doneMsg:
 		m.quitting = true // the last view drawn is empty
 		return m, tea.Quit
-	case spinner.TickMsg:
-		if !m.busy {
-			return m, nil // the spinner stops
-		}
-		var cmd tea.Cmd
-		m.sp, cmd = m.sp.Update(msg)
-		return m, cmd
-	default:
-		var cmd tea.Cmd
-		m.ta, cmd = m.ta.Update(msg)
-		return m, cmd
+	case tickMsg:
+		m.ticking = false
+		return m, m.spin()
 	}
 	return m, nil
 }
@@ -233,9 +210,18 @@ func (m *terminalModel) setBusy(on bool) tea.Cmd {
 	}
 	if !was {
 		m.since = time.Now()
-		return m.sp.Tick
 	}
-	return nil
+	return m.spin()
+}
+
+// spin advances the spinner and asks for the next frame while busy.
+func (m *terminalModel) spin() tea.Cmd {
+	if !m.busy || m.ticking {
+		return nil
+	}
+	m.frame = (m.frame + 1) % len(spinnerFrames)
+	m.ticking = true
+	return tick()
 }
 
 // key handles a key press: a question takes it first; then the keys of
@@ -251,7 +237,7 @@ func (m *terminalModel) key(k tea.KeyPressMsg) tea.Cmd {
 	}
 	switch s {
 	case "ctrl+d":
-		if m.ta.Value() == "" {
+		if m.ed.empty() {
 			m.endInput()
 			return nil
 		}
@@ -260,18 +246,18 @@ func (m *terminalModel) key(k tea.KeyPressMsg) tea.Cmd {
 	case "enter":
 		return m.submit()
 	case "up":
-		if m.ta.Line() == 0 && m.recall(-1) {
+		if m.ed.onFirstLine() && m.recall(-1) {
 			return nil
 		}
 	case "down":
-		if m.ta.Line() == m.ta.LineCount()-1 && m.recall(+1) {
+		if m.ed.onLastLine() && m.recall(+1) {
 			return nil
 		}
 	}
-	m.hint = ""
-	var cmd tea.Cmd
-	m.ta, cmd = m.ta.Update(k)
-	return cmd
+	if m.ed.edit(s, k.Text) {
+		m.hint = ""
+	}
+	return nil
 }
 
 // interrupt is Ctrl-C: a second within the window quits; else it cancels
@@ -331,7 +317,7 @@ func (m *terminalModel) submit() tea.Cmd {
 		m.hint = "the agent is working: Enter sends once it is done (Ctrl-C cancels)"
 		return nil
 	}
-	shown := m.ta.Value()
+	shown := m.ed.value()
 	text := m.expand(shown)
 	if strings.TrimSpace(text) == "" {
 		return nil
@@ -344,7 +330,7 @@ func (m *terminalModel) submit() tea.Cmd {
 }
 
 func (m *terminalModel) clearInput() {
-	m.ta.Reset()
+	m.ed.reset()
 	m.pastes = map[string]string{}
 	m.browse, m.draft = len(m.hist.entries), ""
 }
@@ -358,7 +344,7 @@ func (m *terminalModel) recall(dir int) bool {
 		return false
 	}
 	if m.browse == n {
-		m.draft = m.expand(m.ta.Value())
+		m.draft = m.expand(m.ed.value())
 	}
 	m.browse = to
 	m.pastes = map[string]string{}
@@ -372,12 +358,11 @@ func (m *terminalModel) recall(dir int) bool {
 
 // setInput puts text in the editor, a long one behind a placeholder.
 func (m *terminalModel) setInput(text string) {
-	m.ta.Reset()
+	m.ed.reset()
 	if long(text) {
-		m.ta.InsertString(m.placeholder(text))
-		return
+		text = m.placeholder(text)
 	}
-	m.ta.InsertString(text)
+	m.ed.insert(text)
 }
 
 // paste inserts pasted text: short text as typed, long text behind a
@@ -390,10 +375,9 @@ func (m *terminalModel) paste(content string) {
 		return
 	}
 	if long(content) {
-		m.ta.InsertString(m.placeholder(content))
-		return
+		content = m.placeholder(content)
 	}
-	m.ta.InsertString(content)
+	m.ed.insert(content)
 }
 
 func long(s string) bool {
@@ -440,7 +424,7 @@ func (m *terminalModel) View() tea.View {
 		if m.busy {
 			parts = append(parts, truncate(m.status(), m.width))
 		}
-		parts = append(parts, m.ta.View())
+		parts = append(parts, m.ed.view(m.width, PromptMarker, "a prompt, or !command", st))
 		parts = append(parts, truncate(st.dim+m.keysHint()+st.reset, m.width))
 	}
 	return tea.NewView(strings.Join(parts, "\n"))
@@ -454,7 +438,7 @@ func (m *terminalModel) status() string {
 	} else {
 		what = "running " + what
 	}
-	return m.sp.View() + " " + what + " · " + elapsed(time.Since(since))
+	return spinnerFrames[m.frame] + " " + what + " · " + elapsed(time.Since(since))
 }
 
 func (m *terminalModel) keysHint() string {
