@@ -299,3 +299,52 @@ func TestChatTerminalCtrlC(t *testing.T) {
 		t.Errorf("the command outlived the chat: %+v %v", left, err)
 	}
 }
+
+// planAgent is an ACP agent in sh: each prompt's turn sends a plan (the
+// first prompt's, then the second's, replacing it) and a line of text.
+const planAgent = `n=0
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/^.*"id":\([0-9]*\),"method".*$/\1/p')
+  case "$line" in
+  *'"method":"initialize"'*)
+    echo '{"jsonrpc":"2.0","id":'$id',"result":{"protocolVersion":1,"agentCapabilities":{}}}' ;;
+  *'"method":"session/new"'*)
+    echo '{"jsonrpc":"2.0","id":'$id',"result":{"sessionId":"s1"}}' ;;
+  *'"method":"session/prompt"'*)
+    n=$((n+1))
+    if [ $n = 1 ]; then
+      entries='{"content":"read the code","priority":"high","status":"completed"},{"content":"write the fix","priority":"medium","status":"in_progress"},{"content":"run the tests","priority":"low","status":"pending"}'
+    else
+      entries='{"content":"SHIP IT","priority":"medium","status":"in_progress"},{"content":"CELEBRATE","priority":"low","status":"pending"}'
+    fi
+    echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"plan","entries":['"$entries"']}}}'
+    echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"turn '$n' done"}}}}'
+    echo '{"jsonrpc":"2.0","id":'$id',"result":{"stopReason":"end_turn"}}' ;;
+  esac
+done`
+
+// The agent's plan stands above the input as a checklist (✓ completed,
+// ▸ in progress, · pending), redrawn by each plan update (that it replaces
+// the last one's entries is TestPlanIsAChecklist's: the terminal's
+// output here is redrawn cells, not a screen).
+func TestChatTerminalDrawsThePlan(t *testing.T) {
+	bin := acptest.BuildBinary(t)
+	p := startTerm(t, t.TempDir(), bin, tuiEnv(t, t.TempDir()), "chat", "--agent", "sh", "-c", planAgent)
+	p.expect("Enter sends")
+	p.typeIn("go\r")
+	p.expect("turn 1 done")
+	p.expect("Plan")
+	p.expect("✓ read the code")
+	p.expect("▸ write the fix")
+	p.expect("· run the tests")
+	p.expect("Enter sends")
+	p.typeIn("again\r")
+	p.expect("turn 2 done")
+	p.expect("▸ SHIP IT")
+	p.expect("· CELEBRATE")
+	p.expect("Enter sends")
+	p.typeIn("\x04")
+	if code := p.wait(); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+}
