@@ -25,9 +25,10 @@ func chatStateDir(stateDir string) string { return filepath.Join(stateDir, chatS
 // runChat is `dsh-acp chat`: a terminal client that spawns this daemon (or
 // any ACP agent given after --agent) and sends each input line as a prompt.
 // It takes every daemon flag and forwards those set to the daemon it runs,
-// which reads the same environment.
-func runChat(args []string) int {
+// which reads the same environment. Its usage (--help) goes to usage.
+func runChat(args []string, usage io.Writer) int {
 	fs := flag.NewFlagSet("dsh-acp chat", flag.ContinueOnError)
+	fs.SetOutput(usage)
 	cf := addConfigFlags(fs, os.LookupEnv)
 	cwd, _ := os.Getwd()
 	fs.StringVar(&cwd, "cwd", cwd, "the session's working directory (with --resume: the one the session recorded)")

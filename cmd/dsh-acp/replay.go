@@ -23,13 +23,15 @@ import (
 )
 
 // runReplay is `dsh-acp replay FILE|ID`: print a journaled session as the
-// chat client draws it on `session/load`.
-func runReplay(args []string) int {
-	if len(args) != 1 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(os.Stderr, "Usage: dsh-acp replay FILE|SESSION-ID")
-		if len(args) == 1 {
-			return 0
-		}
+// chat client draws it on `session/load`. Its usage (--help) goes to
+// usage; a wrong command line's to stderr.
+func runReplay(args []string, usage io.Writer) int {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+		replayUsage(usage)
+		return 0
+	}
+	if len(args) != 1 {
+		replayUsage(os.Stderr)
 		return 2
 	}
 	l, err := loadForReplay(args[0], os.LookupEnv)
@@ -43,6 +45,12 @@ func runReplay(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+func replayUsage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: dsh-acp replay FILE|SESSION-ID")
+	fmt.Fprintln(w, "Prints a journaled session (a chat's or an editor's) as the chat draws it on resume;")
+	fmt.Fprintln(w, "an id is looked up in <state-dir>/sessions and <state-dir>/chat/sessions (state dir: DSH_STATE_DIR).")
 }
 
 // printSession draws l the way session/load shows it to a client: the
