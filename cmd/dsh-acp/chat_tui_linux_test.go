@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -346,5 +347,36 @@ func TestChatTerminalDrawsThePlan(t *testing.T) {
 	p.typeIn("\x04")
 	if code := p.wait(); code != 0 {
 		t.Errorf("exit %d", code)
+	}
+}
+
+// On a terminal, replay draws as the chat does there: by lines wrapped at
+// word boundaries to the terminal's width (80 columns here).
+func TestReplayOnATerminalWrapsAtWords(t *testing.T) {
+	bin := acptest.BuildBinary(t)
+	state := t.TempDir()
+	words := strings.TrimSpace(strings.Repeat("wrapping words21 ", 8)) // 135 columns
+	chat := exec.Command(bin, "chat")
+	chat.Dir, chat.Env, chat.Stdin = t.TempDir(), chatEnv(t, state), strings.NewReader("!echo "+words+"\n")
+	out, err := chat.CombinedOutput()
+	if err != nil {
+		t.Fatalf("chat: %v\n%s", err, out)
+	}
+	id := bannerSession(t, string(out))
+	p := startTerm(t, t.TempDir(), bin, tuiEnv(t, state), "replay", id)
+	if code := p.wait(); code != 0 {
+		t.Fatalf("replay: exit %d\n%s", code, p.output())
+	}
+	var card []string
+	for _, l := range screenLines(p.output()) {
+		if w := ansi.StringWidth(l); w > 80 {
+			t.Errorf("a line of %d columns: %q", w, l)
+		}
+		if strings.HasPrefix(l, "│ ") {
+			card = append(card, strings.TrimPrefix(l, "│ "))
+		}
+	}
+	if len(card) != 2 || strings.Join(card, " ") != words {
+		t.Errorf("the output lines, not wrapped at words behind the card's bar: %q", card)
 	}
 }

@@ -40,7 +40,7 @@ func runReplay(args []string, usage io.Writer) int {
 		return 1
 	}
 	color := isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == ""
-	if err := printSession(os.Stdout, l, color); err != nil {
+	if err := printSession(os.Stdout, l, color, terminalWidth(os.Stdout)); err != nil {
 		fmt.Fprintln(os.Stderr, "dsh-acp replay:", err)
 		return 1
 	}
@@ -56,9 +56,12 @@ func replayUsage(w io.Writer) {
 // printSession draws l the way session/load shows it to a client: the
 // events are settled as on load, presented by a replaying presenter with
 // the tools' own cards (MCP tools' as journaled), sent through the wire encoding, and drawn by
-// the chat client's renderer. Journal warnings follow as notices.
-func printSession(w io.Writer, l *replay.Loaded, color bool) error {
+// the chat client's renderer — by lines wrapped at width, as the chat on a
+// terminal draws, when width is not 0. Journal warnings follow as notices.
+func printSession(w io.Writer, l *replay.Loaded, color bool, width int) error {
 	r := chat.NewRenderer(w, color)
+	r.SetWidth(width)
+	defer r.Flush()
 	h := l.Header
 	r.Notice("session %s in %s, started %s", h.ID, h.Cwd, h.Created.UTC().Format(time.RFC3339))
 	var sendErr error

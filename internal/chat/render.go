@@ -280,6 +280,14 @@ func (r *Renderer) flushPartial() {
 	r.emit(r.partCard, l)
 }
 
+// Flush writes the line still being written, if any, as a whole line
+// (drawing by lines; streaming, it is already out).
+func (r *Renderer) Flush() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.flushPartial()
+}
+
 // Pending is the line being written and not yet whole (drawing by lines),
 // as it will read: the terminal shows it live below the printed lines.
 func (r *Renderer) Pending() string {
