@@ -13,6 +13,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
 	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/eventually"
+	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/replay"
 )
 
@@ -243,5 +244,44 @@ func TestChatForwardsTheFlagsSet(t *testing.T) {
 	want := []string{"--allow-env=A", "--allow-env=B", "--base-url=http://127.0.0.1:1", "--timeout=5s"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("forwarded %q, want %q", got, want)
+	}
+}
+
+// Piped input: a question takes the next line; a line that answers nothing
+// is refused (and is not sent as a prompt later); --approve allow answers
+// for the user.
+func TestChatPipedQuestionAndApprove(t *testing.T) {
+	bin := acptest.BuildBinary(t)
+	call := func(file string) llmtest.Response {
+		return llmtest.Calls(llmtest.Call{ID: "c-" + file, Name: "bash", Args: `{"command":"touch ` + file + `","description":"Make it"}`})
+	}
+	model := llmtest.New(t, call("declined-file"), llmtest.Reply("not made"), call("approved-file"), llmtest.Reply("made"))
+	cwd := t.TempDir()
+	env := chatEnv(t, t.TempDir(), "DSH_API_KEY=test-key")
+	asked := exec.Command(bin, "chat", "--base-url", model.URL(), "--mode", "ask")
+	asked.Dir, asked.Env, asked.Stdin = cwd, env, strings.NewReader("make it\nmaybe\nn\n")
+	out, err := asked.CombinedOutput()
+	if err != nil {
+		t.Fatalf("chat: %v\n%s", err, out)
+	}
+	for _, want := range []string{`allow "touch declined-file"? [y] Allow once`, `"maybe" is not an option: answer y, `, "dsh-acp: declined by the user", "not made"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	approved := exec.Command(bin, "chat", "--base-url", model.URL(), "--mode", "ask", "--approve", "allow")
+	approved.Dir, approved.Env, approved.Stdin = cwd, env, strings.NewReader("make another\n")
+	if out, err := approved.CombinedOutput(); err != nil || !strings.Contains(string(out), "made") {
+		t.Fatalf("chat --approve allow: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "declined-file")); err == nil {
+		t.Error("a declined command ran")
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "approved-file")); err != nil {
+		t.Errorf("the approved command did not run: %v", err)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d model requests, want 4 (maybe must not be a prompt)", len(reqs))
 	}
 }
