@@ -21,12 +21,7 @@ func runTerminal(ctx context.Context, o Options, a *agentProc, r *Renderer, it *
 	out := newOutbox()
 	r.w = out
 	r.KeepPlan()
-	width := 80
-	if f, ok := o.Out.(*os.File); ok {
-		if w, _, err := term.GetSize(f.Fd()); err == nil && w > 0 {
-			width = w
-		}
-	}
+	width := widthOf(o.Out)
 	r.SetWidth(width)
 	prompts := make(chan string, 1)
 	m := newTerminalModel(r, loadHistory(o.HistoryPath), it, prompts, width)
@@ -58,6 +53,18 @@ func runTerminal(ctx context.Context, o Options, a *agentProc, r *Renderer, it *
 		return fmt.Errorf("terminal: %w", perr)
 	}
 	return res.err
+}
+
+// widthOf is out's width in columns when it is a terminal that knows it,
+// else 80 (the program learns the real width, and any change, from the
+// terminal itself).
+func widthOf(out any) int {
+	if f, ok := out.(*os.File); ok {
+		if w, _, err := term.GetSize(f.Fd()); err == nil && w > 0 {
+			return w
+		}
+	}
+	return 80
 }
 
 // terminal is the frontend of the terminal program.
