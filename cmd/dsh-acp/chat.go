@@ -25,9 +25,10 @@ func chatStateDir(stateDir string) string { return filepath.Join(stateDir, chatS
 // runChat is `dsh-acp chat`: a terminal client that spawns this daemon (or
 // any ACP agent given after --agent) and sends each input line as a prompt.
 // It takes every daemon flag and forwards those set to the daemon it runs,
-// which reads the same environment.
-func runChat(args []string) int {
+// which reads the same environment. Its usage (--help) goes to usage.
+func runChat(args []string, usage io.Writer) int {
 	fs := flag.NewFlagSet("dsh-acp chat", flag.ContinueOnError)
+	fs.SetOutput(usage)
 	cf := addConfigFlags(fs, os.LookupEnv)
 	cwd, _ := os.Getwd()
 	fs.StringVar(&cwd, "cwd", cwd, "the session's working directory (with --resume: the one the session recorded)")
@@ -37,10 +38,12 @@ func runChat(args []string) int {
 	fs.Usage = func() {
 		out := fs.Output()
 		fmt.Fprintln(out, "Usage: dsh-acp chat [flags] [--resume ID] [--agent CMD ARGS…]")
-		fmt.Fprintln(out, "Sends each line of input as a prompt; a line starting with ! runs a command directly.")
-		fmt.Fprintln(out, "Ctrl-C cancels the running turn (at the prompt: clears the line), twice within a second quits; Ctrl-D quits.")
+		fmt.Fprintln(out, "Sends each prompt to the agent; a prompt starting with ! runs a command directly.")
+		fmt.Fprintln(out, "On a terminal: Enter sends, Ctrl-J adds a line, Up recalls earlier prompts, Ctrl-L clears the screen;")
+		fmt.Fprintln(out, "a question is answered by the key shown. Piped input: each line is a prompt.")
+		fmt.Fprintln(out, "Ctrl-C cancels the running turn (at the prompt: clears the input), twice within a second quits; Ctrl-D quits.")
 		fmt.Fprintln(out, "Every daemon flag is accepted and passed on to the agent; chat sessions live in <state-dir>/chat,")
-		fmt.Fprintln(out, "the agent's log in <state-dir>/chat/agent.log.")
+		fmt.Fprintln(out, "the agent's log in <state-dir>/chat/agent.log, the prompt history in <state-dir>/chat/history.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -133,7 +136,8 @@ func chatOptions(cfg config, req chatRequest) (chat.Options, io.Closer, error) {
 		Err:         logFile,
 		LogPath:     logPath,
 		Color:       isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == "",
-		Interactive: isTerminal(os.Stdin),
+		Interactive: isTerminal(os.Stdin) && isTerminal(os.Stdout),
+		HistoryPath: filepath.Join(dir, "history"),
 		Approve:     req.approve,
 		Resume:      req.resume,
 	}

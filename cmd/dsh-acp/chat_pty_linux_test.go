@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"os"
 	"os/exec"
@@ -58,121 +57,6 @@ func waitProcs(t *testing.T, marker string, n int) {
 	}, "fewer than %d processes with the marker", n)
 }
 
-// On a terminal: a one-line banner and a prompt marker; Ctrl-C at the
-// prompt discards the typed line and shows a fresh prompt; Ctrl-D quits;
-// the agent's logs go to <state>/chat/agent.log, never the screen.
-func TestChatOnATerminal(t *testing.T) {
-	bin := acptest.BuildBinary(t)
-	state := t.TempDir()
-	// The sandbox flag is forwarded to the agent, whose option the banner shows.
-	p := startTerm(t, t.TempDir(), bin, chatEnv(t, state, "DSH_LOG_LEVEL=debug"), "chat", "--sandbox=off")
-	p.expect("dsh-acp chat · model deepseek-flash · mode ask · sandbox off · session ")
-	p.expect(" · Ctrl-D quits, Ctrl-C cancels\r\n> ")
-	p.typeIn("abandoned words")
-	p.expect("abandoned words")
-	p.typeIn("\x03")
-	p.expect("^C\r\n> ")
-	p.typeIn("!echo typed-$((20+1))\r")
-	p.expect("┌ echo typed-$((20+1))\r\n│ typed-21\r\n└ ✓ exit 0\r\n> ")
-	p.typeIn("\x04")
-	if code := p.wait(); code != 0 {
-		t.Errorf("exit %d after Ctrl-D", code)
-	}
-	screen := p.output()
-	if strings.Contains(screen, "abandoned words!echo") || strings.Contains(screen, "┌ abandoned") {
-		t.Errorf("the line discarded by Ctrl-C was sent:\n%s", screen)
-	}
-	noLogLines(t, screen)
-	log, err := os.ReadFile(filepath.Join(state, "chat", "agent.log"))
-	if err != nil || !strings.Contains(string(log), `"msg":"serving"`) {
-		t.Errorf("the agent's log is not in <state>/chat/agent.log (%v):\n%s", err, log)
-	}
-}
-
-// During a turn one Ctrl-C cancels it (the card says why and carries the
-// signal), and two within a second end the chat at once, killing what ran.
-func TestChatCtrlCOnATerminal(t *testing.T) {
-	bin := acptest.BuildBinary(t)
-	p := startTerm(t, t.TempDir(), bin, chatEnv(t, t.TempDir()), "chat")
-	p.expect("Ctrl-C cancels\r\n> ")
-	marker := acptest.NewMarker()
-	p.typeIn("!export M=" + marker + "; echo started; sleep 600\r")
-	waitProcs(t, marker, 1)
-	// Running, not just spawned: a sandbox still being set up has no
-	// command for the TERM to reach (executor/sandbox's known limits).
-	p.expect("│ started\r\n")
-	p.typeIn("\x03")
-	p.expect("cancelling… (Ctrl-C again within a second exits)")
-	p.expect("│ dsh-acp: cancelled: the user stopped the turn while this call ran\r\n└ ✗ SIGTERM\r\n")
-	p.expect("[cancelled]\r\n> ")
-
-	second := acptest.NewMarker()
-	p.typeIn("!export M=" + second + "; sleep 600\r")
-	waitProcs(t, second, 1)
-	p.typeIn("\x03")
-	p.expect("cancelling…")
-	p.typeIn("\x03") // within the second: the chat ends
-	p.expect("interrupted twice: exiting")
-	if code := p.wait(); code != 0 {
-		t.Errorf("exit %d after a double Ctrl-C", code)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if left, err := acptest.WaitNoProcsWithMarker(ctx, second); err != nil {
-		t.Errorf("the command outlived the chat: %+v %v", left, err)
-	}
-}
-
-// The chat takes the daemon's flags and passes them on (--base-url,
-// --model and --mode reach the agent, over an environment saying
-// otherwise); a permission question offers the agent's options; a line
-// typed while it waits is kept as the next prompt; the declined card says
-// why inside it.
-func TestChatQuestionOnATerminal(t *testing.T) {
-	bin := acptest.BuildBinary(t)
-	model := llmtest.New(t,
-		llmtest.Calls(llmtest.Call{ID: "call_1", Name: "bash", Args: `{"command":"touch made-by-model","description":"Make a file"}`}),
-		llmtest.Reply("not made"),
-		llmtest.Reply("second answer"),
-	)
-	cwd := t.TempDir()
-	env := chatEnv(t, t.TempDir(), "DSH_API_KEY=test-key", "DSH_MODE=auto", "DSH_MODEL=env-model")
-	p := startTerm(t, cwd, bin, env, "chat", "--base-url", model.URL(), "--model", "flag-model", "--mode", "ask")
-	p.expect("model flag-model · mode ask · ")
-	p.expect("> ")
-	p.typeIn("make the file\r")
-	p.expect(`allow "touch made-by-model"? [y] Allow once`)
-	p.expect("[n] Reject ")
-	p.typeIn("and then say hello\r")
-	p.expect(`kept "and then say hello" as your next prompt`)
-	p.expect("[n] Reject ")
-	p.typeIn("n\r")
-	p.expect("│ dsh-acp: declined by the user\r\n└ ✗ failed\r\n")
-	p.expect("not made")
-	p.expect("> and then say hello\r\n")
-	p.expect("second answer")
-	p.expect("> ")
-	p.typeIn("\x04")
-	if code := p.wait(); code != 0 {
-		t.Errorf("exit %d", code)
-	}
-	if _, err := os.Stat(filepath.Join(cwd, "made-by-model")); err == nil {
-		t.Error("a declined command ran")
-	}
-	reqs := model.Requests()
-	if len(reqs) != 3 {
-		t.Fatalf("%d model requests, want 3", len(reqs))
-	}
-	if reqs[0].Model != "flag-model" {
-		t.Errorf("the model asked for is %q, want the flag's", reqs[0].Model)
-	}
-	last := reqs[2].Messages[len(reqs[2].Messages)-1]
-	if last.Role != "user" || !strings.Contains(last.Content, "and then say hello") {
-		t.Errorf("the kept line was not the next prompt: %+v", last)
-	}
-	noLogLines(t, p.output())
-}
-
 // `dsh-acp sessions` lists chat and editor sessions (id, updated, from,
 // cwd, title); `chat --resume ID` draws the session's history, continues
 // it in the directory it recorded, and names it in the banner.
@@ -213,17 +97,20 @@ func TestChatSessionsAndResume(t *testing.T) {
 	}
 
 	// Resumed from another directory, the session runs where it ran.
-	p := startTerm(t, t.TempDir(), bin, chatEnv(t, state), "chat", "--resume", id)
-	p.expect("> !echo first-run\r\n")
-	p.expect("│ first-run\r\n")
-	p.expect("session " + id + " · Ctrl-D quits")
-	p.expect("> ")
+	p := startTerm(t, t.TempDir(), bin, tuiEnv(t, state), "chat", "--resume", id)
+	p.expect("> !echo first-run")
+	p.expect("│ first-run")
+	p.expect("dsh-acp chat · ")
+	p.expect("Enter sends")
 	p.typeIn("!pwd\r")
-	p.expect("│ " + projectDir + "\r\n└ ✓ exit 0")
+	p.expect("│ " + projectDir)
+	p.expect("└ ✓ exit 0")
+	p.expect("Enter sends")
 	p.typeIn("\x04")
 	if code := p.wait(); code != 0 {
 		t.Errorf("exit %d", code)
 	}
+	p.expect("resume: dsh-acp chat --resume " + id)
 	l, err := loadForReplay(id, func(k string) (string, bool) {
 		if k == "DSH_STATE_DIR" {
 			return state, true
@@ -357,5 +244,44 @@ func TestChatForwardsTheFlagsSet(t *testing.T) {
 	want := []string{"--allow-env=A", "--allow-env=B", "--base-url=http://127.0.0.1:1", "--timeout=5s"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("forwarded %q, want %q", got, want)
+	}
+}
+
+// Piped input: a question takes the next line; a line that answers nothing
+// is refused (and is not sent as a prompt later); --approve allow answers
+// for the user.
+func TestChatPipedQuestionAndApprove(t *testing.T) {
+	bin := acptest.BuildBinary(t)
+	call := func(file string) llmtest.Response {
+		return llmtest.Calls(llmtest.Call{ID: "c-" + file, Name: "bash", Args: `{"command":"touch ` + file + `","description":"Make it"}`})
+	}
+	model := llmtest.New(t, call("declined-file"), llmtest.Reply("not made"), call("approved-file"), llmtest.Reply("made"))
+	cwd := t.TempDir()
+	env := chatEnv(t, t.TempDir(), "DSH_API_KEY=test-key")
+	asked := exec.Command(bin, "chat", "--base-url", model.URL(), "--mode", "ask")
+	asked.Dir, asked.Env, asked.Stdin = cwd, env, strings.NewReader("make it\nmaybe\nn\n")
+	out, err := asked.CombinedOutput()
+	if err != nil {
+		t.Fatalf("chat: %v\n%s", err, out)
+	}
+	for _, want := range []string{`allow "touch declined-file"? [y] Allow once`, `"maybe" is not an option: answer y, `, "dsh-acp: declined by the user", "not made"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	approved := exec.Command(bin, "chat", "--base-url", model.URL(), "--mode", "ask", "--approve", "allow")
+	approved.Dir, approved.Env, approved.Stdin = cwd, env, strings.NewReader("make another\n")
+	if out, err := approved.CombinedOutput(); err != nil || !strings.Contains(string(out), "made") {
+		t.Fatalf("chat --approve allow: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "declined-file")); err == nil {
+		t.Error("a declined command ran")
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "approved-file")); err != nil {
+		t.Errorf("the approved command did not run: %v", err)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d model requests, want 4 (maybe must not be a prompt)", len(reqs))
 	}
 }

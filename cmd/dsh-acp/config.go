@@ -105,7 +105,8 @@ func parseConfig(name string, args []string, env envLookup, usage io.Writer) (co
 		fmt.Fprintf(usage, "       %s replay FILE|ID     print a journaled session\n", name)
 		fmt.Fprintf(usage, "       %s login [flags]      check an API key with the provider and store it for you\n", name)
 		fmt.Fprintf(usage, "       %s logout             remove the stored key\n", name)
-		fmt.Fprintf(usage, "       %s --version          print the version and commit\n\n", name)
+		fmt.Fprintf(usage, "       %s --version          print the version and commit\n", name)
+		fmt.Fprintf(usage, "       %s help [command]     this, or a command's own usage\n\n", name)
 		fmt.Fprintf(usage, "The API key is read from DSH_API_KEY or DEEPSEEK_API_KEY (never a flag), else from what login stored.\nFlags:\n")
 		fs.PrintDefaults()
 	}
@@ -117,6 +118,7 @@ func parseConfig(name string, args []string, env envLookup, usage io.Writer) (co
 		// `dsh-acp [flags] login [flags]`: a client runs the agent's own
 		// command line with "login" appended.
 		command = fs.Arg(0)
+		fs.Usage = func() { authUsage(usage, command, fs) }
 		if err := fs.Parse(fs.Args()[1:]); err != nil {
 			return config{}, err
 		}

@@ -143,6 +143,10 @@ func runLogin(cfg config, store *credentials.Store) int {
 	l := &credentials.Login{In: os.Stdin, Out: os.Stdout, Store: store, BaseURL: offer.BaseURL, Model: offer.Model}
 	if err := l.Run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "dsh-acp login:", err)
+		var unlisted *credentials.UnlistedModelError
+		if errors.As(err, &unlisted) {
+			fmt.Fprintln(os.Stderr, "Choose one of them with --model (or DSH_MODEL).")
+		}
 		if !errors.Is(err, credentials.ErrCancelled) {
 			fmt.Fprintln(os.Stderr, "Nothing was stored.")
 		}

@@ -4,7 +4,7 @@
 //
 // Subcommands: `chat` (a terminal client), `sessions` (list the sessions
 // chat can resume), `replay` (print a session), `login` and `logout` (store
-// or remove an API key), `--version`.
+// or remove an API key), `--version`, and `help [command]`.
 package main
 
 import (
@@ -41,11 +41,13 @@ func run(args []string) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "chat":
-			return runChat(args[1:])
+			return runChat(args[1:], os.Stderr)
 		case "replay":
-			return runReplay(args[1:])
+			return runReplay(args[1:], os.Stderr)
 		case "sessions":
-			return runSessions(args[1:])
+			return runSessions(args[1:], os.Stderr)
+		case "help":
+			return runHelp(args[1:], os.Stdout, os.Stderr)
 		case "version", "--version":
 			printVersion(os.Stdout)
 			return 0

@@ -23,13 +23,15 @@ import (
 )
 
 // runReplay is `dsh-acp replay FILE|ID`: print a journaled session as the
-// chat client draws it on `session/load`.
-func runReplay(args []string) int {
-	if len(args) != 1 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(os.Stderr, "Usage: dsh-acp replay FILE|SESSION-ID")
-		if len(args) == 1 {
-			return 0
-		}
+// chat client draws it on `session/load`. Its usage (--help) goes to
+// usage; a wrong command line's to stderr.
+func runReplay(args []string, usage io.Writer) int {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+		replayUsage(usage)
+		return 0
+	}
+	if len(args) != 1 {
+		replayUsage(os.Stderr)
 		return 2
 	}
 	l, err := loadForReplay(args[0], os.LookupEnv)
@@ -38,19 +40,28 @@ func runReplay(args []string) int {
 		return 1
 	}
 	color := isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == ""
-	if err := printSession(os.Stdout, l, color); err != nil {
+	if err := printSession(os.Stdout, l, color, terminalWidth(os.Stdout)); err != nil {
 		fmt.Fprintln(os.Stderr, "dsh-acp replay:", err)
 		return 1
 	}
 	return 0
 }
 
+func replayUsage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: dsh-acp replay FILE|SESSION-ID")
+	fmt.Fprintln(w, "Prints a journaled session (a chat's or an editor's) as the chat draws it on resume;")
+	fmt.Fprintln(w, "an id is looked up in <state-dir>/sessions and <state-dir>/chat/sessions (state dir: DSH_STATE_DIR).")
+}
+
 // printSession draws l the way session/load shows it to a client: the
 // events are settled as on load, presented by a replaying presenter with
 // the tools' own cards (MCP tools' as journaled), sent through the wire encoding, and drawn by
-// the chat client's renderer. Journal warnings follow as notices.
-func printSession(w io.Writer, l *replay.Loaded, color bool) error {
+// the chat client's renderer — by lines wrapped at width, as the chat on a
+// terminal draws, when width is not 0. Journal warnings follow as notices.
+func printSession(w io.Writer, l *replay.Loaded, color bool, width int) error {
 	r := chat.NewRenderer(w, color)
+	r.SetWidth(width)
+	defer r.Flush()
 	h := l.Header
 	r.Notice("session %s in %s, started %s", h.ID, h.Cwd, h.Created.UTC().Format(time.RFC3339))
 	var sendErr error

@@ -78,9 +78,10 @@ func findSession(stateDir, id string) (storedSession, error) {
 }
 
 // runSessions is `dsh-acp sessions`: a table of the sessions `chat
-// --resume` can continue, newest first.
-func runSessions(args []string) int {
+// --resume` can continue, newest first. Its usage (--help) goes to usage.
+func runSessions(args []string, usage io.Writer) int {
 	fset := flag.NewFlagSet("dsh-acp sessions", flag.ContinueOnError)
+	fset.SetOutput(usage)
 	stateDir := fset.String("state-dir", envOr(os.LookupEnv, "DSH_STATE_DIR", defaultStateDir(os.LookupEnv)), "the state directory (env DSH_STATE_DIR)")
 	cwd := fset.String("cwd", "", "list only the sessions of this directory")
 	fset.Usage = func() {

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -202,7 +204,13 @@ func TestEnvironmentScrubbedOnTheHost(t *testing.T) {
 			t.Errorf("%s=%q reached the command", gone, v)
 		}
 	}
-	for k, v := range map[string]string{"KEEP_ME": "1", "GH_TOKEN": "allowed", "DSH_ACP": "1", "PAGER": "cat", "HOME": os.Getenv("HOME")} {
+	// sshd sets HOME to the login account's home in the user database,
+	// whatever $HOME is here (a container, sudo -E, an overridden HOME).
+	account, err := user.LookupId(strconv.Itoa(os.Getuid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{"KEEP_ME": "1", "GH_TOKEN": "allowed", "DSH_ACP": "1", "PAGER": "cat", "HOME": account.HomeDir} {
 		if got[k] != v {
 			t.Errorf("%s=%q, want %q", k, got[k], v)
 		}

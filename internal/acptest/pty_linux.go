@@ -83,8 +83,9 @@ func StartPTYIn(t testing.TB, dir, bin string, args []string, env []string) *PTY
 }
 
 // OpenPTY opens a new pseudo-terminal pair: posix_openpt, unlockpt and
-// ptsname by hand (/dev/ptmx, TIOCSPTLCK, TIOCGPTN). Neither end becomes
-// the caller's controlling terminal.
+// ptsname by hand (/dev/ptmx, TIOCSPTLCK, TIOCGPTN), 80 columns by 24
+// rows as a terminal window starts. Neither end becomes the caller's
+// controlling terminal.
 func OpenPTY() (master, slave *os.File, err error) {
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
@@ -94,6 +95,10 @@ func OpenPTY() (master, slave *os.File, err error) {
 	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
 		m.Close()
 		return nil, nil, fmt.Errorf("unlock the pty: %w", err)
+	}
+	if err := unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Col: 80, Row: 24}); err != nil {
+		m.Close()
+		return nil, nil, fmt.Errorf("size the pty: %w", err)
 	}
 	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
 	if err != nil {
@@ -106,6 +111,11 @@ func OpenPTY() (master, slave *os.File, err error) {
 		return nil, nil, fmt.Errorf("open the pty's slave: %w", err)
 	}
 	return m, s, nil
+}
+
+// Resize sets the terminal's size; the process gets SIGWINCH.
+func (p *PTY) Resize(cols, rows int) error {
+	return unix.IoctlSetWinsize(int(p.master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Col: uint16(cols), Row: uint16(rows)})
 }
 
 // read copies what the terminal shows into out until the last slave end

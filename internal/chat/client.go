@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -25,7 +24,8 @@ type Options struct {
 	Env []string
 	// Cwd is the session's working directory (absolute).
 	Cwd string
-	// In supplies prompts, one per line; Out receives the drawing.
+	// In supplies prompts (one per line unless Interactive); Out receives
+	// the drawing.
 	In  io.Reader
 	Out io.Writer
 	// Err receives the agent's stderr — its logs — and should be a file:
@@ -34,16 +34,21 @@ type Options struct {
 	Err     io.Writer
 	LogPath string
 	Color   bool
-	// Interactive means In is a terminal the user types on: the prompt
-	// marker is shown where the chat waits for a line, and a Ctrl-C at the
-	// prompt (the terminal already discarded the line) shows a fresh one.
+	// Interactive means In and Out are the terminal the user types on and
+	// reads: the chat is then a terminal program (an input editor, single
+	// keys for questions, a spinner), drawing by lines wrapped at the
+	// terminal's width. Ctrl-C clears the input, or cancels the running
+	// turn; two within DoubleInterrupt (default 1 s) end the chat; Ctrl-D
+	// on an empty input ends it once the running turn is over.
 	Interactive bool
-	// Approve answers permission questions without asking: "" asks on In,
+	// HistoryPath is the file of the prompts sent from the terminal,
+	// across sessions ("" keeps none). It is created private (0600).
+	HistoryPath string
+	// Approve answers permission questions without asking: "" asks,
 	// "allow" allows once, "reject" rejects.
 	Approve string
-	// Interrupts delivers Ctrl-C presses: at the prompt one clears the
-	// line, during a turn one cancels it, and two within DoubleInterrupt
-	// (default 1 s) end the chat.
+	// Interrupts delivers SIGINT when not Interactive: one cancels the
+	// running turn, two within DoubleInterrupt end the chat.
 	Interrupts      <-chan os.Signal
 	DoubleInterrupt time.Duration
 	// Resume, when set, is the id of a session to continue (session/load,
@@ -55,11 +60,11 @@ type Options struct {
 	Model, Sandbox string
 }
 
-// Run spawns the agent, opens (or resumes) a session and sends each input
-// line as a prompt, drawing the session as it goes. At the end of input
-// (Ctrl-D) it waits for the running turn, then closes the agent and returns
-// nil; two quick interrupts end it at once. When the agent fails to start
-// or dies, the error says how it exited and ends with its last stderr lines.
+// Run spawns the agent, opens (or resumes) a session and sends each
+// prompt, drawing the session as it goes. At the end of input (Ctrl-D) it
+// waits for the running turn, then closes the agent and returns nil; two
+// quick interrupts end it at once. When the agent fails to start or dies,
+// the error says how it exited and ends with its last stderr lines.
 func Run(ctx context.Context, o Options) error {
 	if len(o.Agent) == 0 {
 		return errors.New("no agent command")
@@ -72,13 +77,17 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	r := NewRenderer(o.Out, o.Color)
-	in := newInput(o.In)
-	cl := &client{r: r, in: in, approve: o.Approve, interactive: o.Interactive}
-	conn := sdk.NewClientSideConnection(cl, a.stdin, a.stdout)
-	conn.SetLogger(slog.New(slog.DiscardHandler))
-
-	ch := &chat{conn: conn, r: r, in: in, cl: cl, o: o, agent: a}
-	runErr := ch.run(ctx)
+	it := newInterrupter(o.DoubleInterrupt)
+	var runErr error
+	if o.Interactive {
+		runErr = runTerminal(ctx, o, a, r, it)
+	} else {
+		lines := readLines(o.In)
+		forwardInterrupts(o.Interrupts, it)
+		fe := &plain{r: r, lines: lines}
+		_, runErr = converse(ctx, o, a, r, fe, inputs{prompts: lines, cancels: it.cancels, quit: it.quit})
+		it.end()
+	}
 	_ = a.stdin.Close()
 	waitErr := a.waitBounded(5 * time.Second)
 	if runErr != nil {
@@ -88,6 +97,18 @@ func Run(ctx context.Context, o Options) error {
 		return a.failure("the agent failed on exit", waitErr)
 	}
 	return nil
+}
+
+// converse connects to the agent and runs the chat until the input ends,
+// the user quits or the agent dies; sid is the session's id ("" if none
+// was opened).
+func converse(ctx context.Context, o Options, a *agentProc, r *Renderer, fe frontend, in inputs) (sid sdk.SessionId, err error) {
+	cl := &client{r: r, fe: fe, approve: o.Approve}
+	conn := sdk.NewClientSideConnection(cl, a.stdin, a.stdout)
+	conn.SetLogger(slog.New(slog.DiscardHandler))
+	ch := &chat{conn: conn, r: r, in: in, fe: fe, cl: cl, o: o, agent: a}
+	err = ch.run(ctx)
+	return ch.sid, err
 }
 
 // agentProc is the spawned agent.
@@ -226,46 +247,4 @@ func (w *tailWriter) lines(n int) string {
 		keep = keep[len(keep)-n:]
 	}
 	return strings.Join(keep, "\n")
-}
-
-// input is the user's lines: a reader goroutine feeds them in order, and
-// lines taken out of turn (type-ahead read while a question waited) are
-// put back to come first.
-type input struct {
-	lines <-chan string
-
-	mu   sync.Mutex
-	kept []string
-}
-
-func newInput(in io.Reader) *input {
-	ch := make(chan string)
-	go func() {
-		defer close(ch)
-		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		for sc.Scan() {
-			ch <- sc.Text()
-		}
-	}()
-	return &input{lines: ch}
-}
-
-// keep queues line to be the next prompt (after those kept before it).
-func (in *input) keep(line string) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.kept = append(in.kept, line)
-}
-
-// takeKept returns the oldest kept line, if any.
-func (in *input) takeKept() (string, bool) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if len(in.kept) == 0 {
-		return "", false
-	}
-	line := in.kept[0]
-	in.kept = in.kept[1:]
-	return line, true
 }

@@ -6,40 +6,115 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 )
+
+// inputs drive a chat: the prompts (closed at the end of input), requests
+// to cancel the running turn (one value each; any left from before a turn
+// are dropped when it starts) and quit, closed to end the chat at once.
+type inputs struct {
+	prompts <-chan string
+	cancels <-chan struct{}
+	quit    <-chan struct{}
+}
+
+// frontend is the chat's face: how it asks permission questions and
+// learns that a turn runs.
+type frontend interface {
+	// opened reports that the session is open (its banner drawn).
+	opened()
+	// busy reports that a turn started (true) or ended (false).
+	busy(on bool)
+	// ask puts q to the user and returns the option picked; ok is false
+	// when no option was (end of input, cancelled turn, ctx done).
+	ask(ctx context.Context, q question, cancel <-chan struct{}) (opt sdk.PermissionOption, ok bool)
+}
+
+// interrupter turns interrupts (Ctrl-C) into cancel requests, and two
+// within window into quit.
+type interrupter struct {
+	window  time.Duration
+	cancels chan struct{}
+	quit    chan struct{}
+
+	mu   sync.Mutex
+	last time.Time
+	once sync.Once
+}
+
+func newInterrupter(window time.Duration) *interrupter {
+	return &interrupter{window: window, cancels: make(chan struct{}, 1), quit: make(chan struct{})}
+}
+
+// press records an interrupt; it reports whether it quit (it followed the
+// previous one within the window). Otherwise a cancel request is queued.
+func (it *interrupter) press() (quit bool) {
+	it.mu.Lock()
+	now := time.Now()
+	double := !it.last.IsZero() && now.Sub(it.last) <= it.window
+	it.last = now
+	it.mu.Unlock()
+	if double {
+		it.end()
+		return true
+	}
+	select {
+	case it.cancels <- struct{}{}:
+	default:
+	}
+	return false
+}
+
+// end closes quit (once).
+func (it *interrupter) end() { it.once.Do(func() { close(it.quit) }) }
 
 // chat is one running conversation: the connection, the drawing, the
 // user's input and the agent process.
 type chat struct {
 	conn  *sdk.ClientSideConnection
 	r     *Renderer
-	in    *input
+	in    inputs
+	fe    frontend
 	cl    *client
 	o     Options
 	agent *agentProc
 
-	sid           sdk.SessionId
-	lastInterrupt time.Time
+	sid sdk.SessionId
 }
 
-// run opens the session, then sends one prompt per line until the input
-// ends or the user interrupts twice.
+// run opens the session, then sends each prompt until the input ends or
+// the user quits.
 func (c *chat) run(ctx context.Context) error {
 	if err := c.open(ctx); err != nil {
 		return err
 	}
+	c.fe.opened()
 	for {
-		line, ok := c.next(ctx)
+		var (
+			line string
+			ok   bool
+		)
+		select {
+		case line, ok = <-c.in.prompts:
+		case <-c.in.quit:
+			c.r.Notice("interrupted twice: exiting")
+			c.agent.quit = true
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
 		if !ok {
 			return nil
 		}
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
+		c.fe.busy(true)
 		quit, err := c.turn(ctx, line)
+		c.fe.busy(false)
 		if err != nil || quit {
 			return err
 		}
@@ -92,7 +167,12 @@ func (c *chat) open(ctx context.Context) error {
 			model = string(s.CurrentValue)
 		}
 	}
-	c.r.Banner(fact("model", model), fact("mode", mode), fact("sandbox", sandbox), fact("session", string(c.sid)))
+	facts := []string{fact("model", model), fact("mode", mode), fact("sandbox", sandbox), fact("session", string(c.sid))}
+	if c.o.Interactive {
+		c.r.Banner(facts) // the keys are shown below the input
+	} else {
+		c.r.Banner(facts, "Ctrl-D quits, Ctrl-C cancels")
+	}
 	return nil
 }
 
@@ -121,63 +201,20 @@ func (c *chat) failed(what string, err error) error {
 	return fmt.Errorf("%s: %s", what, errText(err))
 }
 
-// next is the next prompt: a line kept from a question, else the next
-// line typed. At the prompt an interrupt discards the line (the terminal
-// already did) and shows a fresh prompt; ok is false at the end of input
-// or on a second interrupt within DoubleInterrupt.
-func (c *chat) next(ctx context.Context) (line string, ok bool) {
-	if line, ok := c.in.takeKept(); ok {
-		c.lastInterrupt = time.Time{}
-		if c.o.Interactive {
-			c.r.Prompt()
-			c.r.Kept(line) // not echoed here: typed earlier
-		}
-		return line, true
-	}
-	if c.o.Interactive {
-		c.r.Prompt()
-	}
-	for {
-		select {
-		case line, ok := <-c.in.lines:
-			if c.o.Interactive {
-				c.r.Typed(!ok) // Ctrl-D leaves the cursor after the marker
-			}
-			c.lastInterrupt = time.Time{} // a line between two presses: not a double
-			return line, ok
-		case <-c.o.Interrupts:
-			c.r.Typed(true)
-			if c.doubleInterrupt() {
-				c.r.Notice("interrupted twice: exiting")
-				c.agent.quit = true
-				return "", false
-			}
-			if c.o.Interactive {
-				c.r.Prompt()
-			}
-		case <-ctx.Done():
-			return "", false
-		}
-	}
-}
-
-// doubleInterrupt records an interrupt and reports whether it followed the
-// previous one within DoubleInterrupt.
-func (c *chat) doubleInterrupt() bool {
-	now := time.Now()
-	double := !c.lastInterrupt.IsZero() && now.Sub(c.lastInterrupt) <= c.o.DoubleInterrupt
-	c.lastInterrupt = now
-	return double
-}
-
-// turn sends one prompt and waits for its answer. An interrupt cancels the
-// turn (session/cancel, and a pending question is answered cancelled);
-// quit reports a second one within DoubleInterrupt. err is the agent's
-// death.
+// turn sends one prompt and waits for its answer. A cancel request
+// cancels the turn (session/cancel, and a pending question is answered
+// cancelled); quit ends it and reports quit. err is the agent's death.
 func (c *chat) turn(ctx context.Context, text string) (quit bool, err error) {
 	type answer struct {
 		resp sdk.PromptResponse
 		err  error
+	}
+	for drained := false; !drained; { // requests from before this turn
+		select {
+		case <-c.in.cancels:
+		default:
+			drained = true
+		}
 	}
 	done := make(chan answer, 1)
 	cancel := make(chan struct{})
@@ -185,7 +222,7 @@ func (c *chat) turn(ctx context.Context, text string) (quit bool, err error) {
 	c.cl.setTurn(cancel)
 	defer func() {
 		c.cl.setTurn(nil)
-		if !cancelled { // a question the agent gave up on must not take the next line
+		if !cancelled { // a question the agent gave up on must not wait on
 			close(cancel)
 		}
 	}()
@@ -206,13 +243,12 @@ func (c *chat) turn(ctx context.Context, text string) (quit bool, err error) {
 			}
 			c.r.EndTurn(a.resp.StopReason)
 			return false, nil
-		case <-c.o.Interrupts:
-			if c.doubleInterrupt() {
-				c.r.Notice("interrupted twice: exiting")
-				_ = c.conn.Cancel(ctx, sdk.CancelNotification{SessionId: c.sid})
-				c.agent.quit = true
-				return true, nil
-			}
+		case <-c.in.quit:
+			c.r.Notice("interrupted twice: exiting")
+			_ = c.conn.Cancel(ctx, sdk.CancelNotification{SessionId: c.sid})
+			c.agent.quit = true
+			return true, nil
+		case <-c.in.cancels:
 			if !cancelled {
 				cancelled = true
 				close(cancel)

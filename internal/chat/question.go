@@ -13,12 +13,11 @@ import (
 )
 
 // client answers the agent's requests: session updates are drawn,
-// permission questions asked on the terminal.
+// permission questions put to the user by the frontend.
 type client struct {
-	r           *Renderer
-	in          *input
-	approve     string
-	interactive bool
+	r       *Renderer
+	fe      frontend
+	approve string
 
 	ask  sync.Mutex // one question at a time
 	mu   sync.Mutex
@@ -102,13 +101,32 @@ func firstOf(choices []choice, kind sdk.PermissionOptionKind) (sdk.PermissionOpt
 	return sdk.PermissionOption{}, false
 }
 
-// question is the line that asks: what would run, then each choice.
-func question(title string, choices []choice) string {
-	parts := make([]string, len(choices))
-	for i, c := range choices {
+// question is a permission question: the call it is about and the
+// options offered, each with its key.
+type question struct {
+	title   string
+	choices []choice
+}
+
+// text is the line that asks: what would run, then each choice.
+func (q question) text() string {
+	parts := make([]string, len(q.choices))
+	for i, c := range q.choices {
 		parts[i] = fmt.Sprintf("[%s] %s", c.key, tools.CleanTerminalText(c.opt.Name))
 	}
-	return fmt.Sprintf("allow %q? %s", tools.CleanTerminalText(firstLine(title)), strings.Join(parts, "  "))
+	return fmt.Sprintf("allow %q? %s", tools.CleanTerminalText(firstLine(q.title)), strings.Join(parts, "  "))
+}
+
+// keys is the offered keys as a person reads them: "y, a or n".
+func (q question) keys() string {
+	keys := make([]string, len(q.choices))
+	for i, c := range q.choices {
+		keys[i] = c.key
+	}
+	if len(keys) == 1 {
+		return keys[0]
+	}
+	return strings.Join(keys[:len(keys)-1], ", ") + " or " + keys[len(keys)-1]
 }
 
 func selected(o sdk.PermissionOption) sdk.RequestPermissionResponse {
@@ -120,10 +138,10 @@ func cancelledOutcome() sdk.RequestPermissionResponse {
 }
 
 // RequestPermission asks the user (or answers per Options.Approve),
-// offering only the options the agent offered. An answer that picks none
-// is kept as the next prompt (type-ahead is never lost) and the question
-// is asked again; a cancelled turn answers cancelled; the end of input
-// rejects once when the agent offered that.
+// offering only the options the agent offered, after the call's card
+// header (drawn here if the card's own update has not come yet). A
+// cancelled turn answers cancelled, and so does a question nobody
+// answered when the agent offers no reject option.
 func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
 	c.ask.Lock()
 	defer c.ask.Unlock()
@@ -150,38 +168,12 @@ func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionR
 		c.r.Notice("%s: %s", tools.CleanTerminalText(o.Name), tools.CleanTerminalText(firstLine(title)))
 		return selected(o), nil
 	}
-	cancel := c.cancelled()
-	q := question(title, choices)
-	for {
-		if c.interactive {
-			c.r.Ask(q)
-		} else {
-			c.r.Notice("%s", q)
-		}
-		select {
-		case line, ok := <-c.in.lines:
-			if c.interactive {
-				c.r.Typed(!ok)
-			}
-			if !ok {
-				if o, ok := firstOf(choices, sdk.PermissionOptionKindRejectOnce); ok {
-					return selected(o), nil
-				}
-				return cancelledOutcome(), nil
-			}
-			if o, ok := match(choices, line); ok {
-				return selected(o), nil
-			}
-			if strings.TrimSpace(line) != "" {
-				c.in.keep(line)
-				c.r.Notice("kept %q as your next prompt; answer the question first", tools.CleanTerminalText(line))
-			}
-		case <-cancel:
-			return cancelledOutcome(), nil
-		case <-ctx.Done():
-			return cancelledOutcome(), nil
-		}
+	c.r.OpenCard(p.ToolCall)
+	o, ok := c.fe.ask(ctx, question{title: title, choices: choices}, c.cancelled())
+	if !ok {
+		return cancelledOutcome(), nil
 	}
+	return selected(o), nil
 }
 
 func (c *client) ReadTextFile(ctx context.Context, p sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {

@@ -1,19 +1,35 @@
 // Package chat is a small terminal client for ACP agents: it draws a
 // session's updates as a person would want to read them — streamed agent
 // text, each tool call as a titled card with its live output, a coloured exit
-// pill — and drives prompts, cancels and permission questions. Run is the
-// client (`dsh-acp chat`); Renderer is the one drawing, which `dsh-acp
-// replay` shares.
+// pill, the agent's plan as a checklist — and drives prompts, cancels and
+// permission questions. Run is the client (`dsh-acp chat`); Renderer is the
+// one drawing, which `dsh-acp replay` shares.
+//
+// On a terminal (stdin and stdout both) the chat is a Bubble Tea program
+// (tui.go): an editable multi-line input (editor.go) with history across
+// sessions (history.go), bracketed paste of any size, single-key answers to
+// permission questions and a spinner with the elapsed time while a turn
+// runs. What the session draws is printed above it into the terminal's own
+// scrollback, word-wrapped to the terminal's width, the model's markdown
+// styled line by line (markdown.go). Otherwise (piped input) each input
+// line is a prompt and the drawing streams as it comes.
 //
 // # Known limits
 //
-//   - The terminal stays in cooked mode: line editing is the terminal's own,
-//     and what the user types during a turn is echoed into the drawing.
-//   - Ctrl-C arrives as SIGINT: two presses closer together than the
-//     process handles one signal count as one (the kernel does not queue
-//     standard signals).
-//   - A question takes the next whole line; a line typed earlier that
-//     answers it (a bare "y") is taken as the answer.
+//   - The model's markdown is styled line by line as it streams (headings,
+//     emphasis, code, lists, quotes, fences), not laid out as a document:
+//     tables keep their pipes. Glamour, which lays documents out, was left
+//     out because linking it costs every start of the daemon (the same
+//     binary) about 30 ms of package initialisation (chroma's lexers and
+//     styles), measured with GODEBUG=inittrace=1.
+//   - The input editor is the chat's own, not Bubbles' textarea, whose
+//     clipboard dependency probes $PATH at every start of the daemon (the
+//     same binary); it has no undo, no mouse, no clipboard of its own.
+//   - A terminal without bracketed paste delivers a multi-line paste as
+//     typed keys: each newline then sends the text typed so far.
+//   - Piped input: Ctrl-C arrives as SIGINT, and two presses closer
+//     together than the process handles one signal count as one (the
+//     kernel does not queue standard signals).
 package chat
 
 import (
@@ -21,6 +37,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -29,7 +46,7 @@ import (
 
 // style holds the escape sequences used to draw; all empty without colour.
 type style struct {
-	reset, bold, dim, red, green, yellow, cyan string
+	reset, bold, dim, italic, red, green, yellow, cyan, magenta string
 }
 
 func newStyle(color bool) style {
@@ -37,21 +54,38 @@ func newStyle(color bool) style {
 		return style{}
 	}
 	return style{
-		reset: "\x1b[0m", bold: "\x1b[1m", dim: "\x1b[2m",
-		red: "\x1b[31m", green: "\x1b[32m", yellow: "\x1b[33m", cyan: "\x1b[36m",
+		reset: "\x1b[0m", bold: "\x1b[1m", dim: "\x1b[2m", italic: "\x1b[3m",
+		red: "\x1b[31m", green: "\x1b[32m", yellow: "\x1b[33m", cyan: "\x1b[36m", magenta: "\x1b[35m",
 	}
 }
 
 // Renderer draws session updates on a terminal. Safe for concurrent use.
+//
+// It draws in one of two ways. Streaming (width 0, the default): every
+// chunk is written as it comes, partial lines included — for pipes and
+// replays. By lines (SetWidth > 0): only whole lines are written, each
+// word-wrapped to the width with a hanging indent (a card's bar repeats on
+// its continuation lines) and the agent's text styled as markdown; the line
+// still being written is held back and shown by Pending.
 type Renderer struct {
-	mu sync.Mutex
-	w  io.Writer
-	st style
+	mu    sync.Mutex
+	w     io.Writer
+	st    style
+	width int
 
 	// what the last write left on screen
-	section   string // "", "text", "thought", "card"
+	section   string // "", "text", "thought", "card", …
 	lineStart bool
 	cards     map[string]*card
+	running   *card // the newest unfinished card
+
+	// drawing by lines
+	partial  strings.Builder // the line being written
+	partCard *card           // whose output partial is ("" kind: text or thought)
+	md       markdown
+
+	livePlan bool
+	plan     []sdk.PlanEntry
 }
 
 type card struct {
@@ -59,11 +93,28 @@ type card struct {
 	terminal bool
 	lineOpen bool // the card's output ended without a newline
 	finished bool
+	opened   time.Time
 }
 
-// NewRenderer draws on w, with ANSI colour when color is true.
+// NewRenderer draws on w, with ANSI colour when color is true, streaming.
 func NewRenderer(w io.Writer, color bool) *Renderer {
 	return &Renderer{w: w, st: newStyle(color), lineStart: true, cards: map[string]*card{}}
+}
+
+// SetWidth makes the renderer draw by lines wrapped at width columns (0:
+// stream, as NewRenderer does).
+func (r *Renderer) SetWidth(width int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.width = max(width, 0)
+}
+
+// KeepPlan makes plan updates replace a standing plan read with Plan
+// instead of being printed: the chat's terminal shows it live.
+func (r *Renderer) KeepPlan() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.livePlan = true
 }
 
 func (r *Renderer) printf(format string, args ...any) {
@@ -75,8 +126,15 @@ func (r *Renderer) printf(format string, args ...any) {
 	r.lineStart = strings.HasSuffix(s, "\n")
 }
 
+// line writes one whole line, wrapped to the width (when drawing by lines)
+// with continuation lines starting with indent.
+func (r *Renderer) line(s, indent string) {
+	r.printf("%s\n", wrap(s, r.width, indent))
+}
+
 // newline ends the current line if something is on it.
 func (r *Renderer) newline() {
+	r.flushPartial()
 	if !r.lineStart {
 		r.printf("\n")
 	}
@@ -91,6 +149,9 @@ func (r *Renderer) enter(section string) {
 	if r.section != "" {
 		r.printf("\n")
 	}
+	if section != "text" {
+		r.md = markdown{}
+	}
 	r.section = section
 }
 
@@ -102,68 +163,83 @@ func (r *Renderer) Update(u sdk.SessionUpdate) {
 	case u.AgentMessageChunk != nil:
 		if t := u.AgentMessageChunk.Content.Text; t != nil {
 			r.enter("text")
-			r.printf("%s", tools.CleanTerminalText(t.Text))
+			r.stream(nil, tools.CleanTerminalText(t.Text))
 		}
 	case u.AgentThoughtChunk != nil:
 		if t := u.AgentThoughtChunk.Content.Text; t != nil {
 			r.enter("thought")
-			r.printf("%s%s%s", r.st.dim, tools.CleanTerminalText(t.Text), r.st.reset)
+			r.stream(nil, tools.CleanTerminalText(t.Text))
 		}
 	case u.UserMessageChunk != nil:
 		if t := u.UserMessageChunk.Content.Text; t != nil {
-			r.enter("user")
-			r.printf("%s> %s%s\n", r.st.bold, tools.CleanTerminalText(t.Text), r.st.reset)
+			r.userLine(t.Text)
 		}
 	case u.ToolCall != nil:
-		r.openCard(u.ToolCall)
+		r.openCard(u.ToolCall.ToolCallId, u.ToolCall.Title, u.ToolCall.Content, u.ToolCall.Meta)
 	case u.ToolCallUpdate != nil:
 		r.updateCard(u.ToolCallUpdate)
+	case u.Plan != nil:
+		r.drawPlan(u.Plan.Entries)
 	case u.CurrentModeUpdate != nil:
 		r.enter("mode")
-		r.printf("%s[mode: %s]%s\n", r.st.dim, u.CurrentModeUpdate.CurrentModeId, r.st.reset)
+		r.line(fmt.Sprintf("%s[mode: %s]%s", r.st.dim, u.CurrentModeUpdate.CurrentModeId, r.st.reset), "")
 	}
 }
 
-func (r *Renderer) openCard(tc *sdk.SessionUpdateToolCall) {
-	c := &card{title: tc.Title}
-	_, c.terminal = tc.Meta["terminal_info"]
-	r.cards[string(tc.ToolCallId)] = c
-	r.enter("card")
-	for _, t := range contentTexts(tc.Content) {
-		r.printf("%s%s%s\n", r.st.dim, tools.CleanTerminalText(t), r.st.reset)
-	}
-	r.printf("%s┌ %s%s%s\n", r.st.cyan, r.st.bold, tools.CleanTerminalText(firstLine(tc.Title)), r.st.reset)
+// UserPrompt draws a prompt the user sent, as a replayed one is drawn.
+func (r *Renderer) UserPrompt(text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.userLine(text)
 }
 
-func (r *Renderer) updateCard(u *sdk.SessionToolCallUpdate) {
-	c := r.cards[string(u.ToolCallId)]
-	if c == nil || c.finished {
-		return
-	}
-	if out, ok := u.Meta["terminal_output"].(map[string]any); ok {
-		if data, ok := out["data"].(string); ok {
-			r.cardOutput(c, data)
+func (r *Renderer) userLine(text string) {
+	r.enter("user")
+	text = strings.TrimRight(tools.CleanTerminalText(text), "\n")
+	for i, l := range strings.Split(text, "\n") {
+		lead := "  "
+		if i == 0 {
+			lead = "> "
 		}
-	}
-	if u.Status == nil {
-		return
-	}
-	switch *u.Status {
-	case sdk.ToolCallStatusCompleted, sdk.ToolCallStatusFailed:
-		r.finishCard(c, u)
-	case sdk.ToolCallStatusPending:
-		r.section = "card"
-		r.newline()
-		r.printf("%s│ waiting for approval…%s\n", r.st.yellow, r.st.reset)
+		r.line(r.st.bold+lead+l+r.st.reset, "  ")
 	}
 }
 
-// cardOutput prints output inside the card, each line behind a bar. The
-// output is cleaned first (tools.CleanTerminalText): a command's escape
-// sequences never reach the user's terminal.
-func (r *Renderer) cardOutput(c *card, data string) {
-	r.section = "card"
-	data = tools.CleanTerminalText(data)
+// stream writes agent text, a thought or a card's output (c non-nil):
+// as it comes when streaming, by whole lines otherwise.
+func (r *Renderer) stream(c *card, data string) {
+	if r.width == 0 {
+		r.streamRaw(c, data)
+		return
+	}
+	if r.partCard != c {
+		r.flushPartial()
+		r.partCard = c
+	}
+	for data != "" {
+		i := strings.IndexByte(data, '\n')
+		if i < 0 {
+			r.partial.WriteString(data)
+			return
+		}
+		r.partial.WriteString(data[:i])
+		data = data[i+1:]
+		r.emit(c, r.partial.String())
+		r.partial.Reset()
+	}
+}
+
+// streamRaw writes data as it comes: a card's output behind bars, text
+// and thoughts as they are (thoughts dim).
+func (r *Renderer) streamRaw(c *card, data string) {
+	if c == nil {
+		if r.section == "thought" {
+			r.printf("%s%s%s", r.st.dim, data, r.st.reset)
+		} else {
+			r.printf("%s", data)
+		}
+		return
+	}
 	for len(data) > 0 {
 		if !c.lineOpen {
 			r.printf("%s│%s ", r.st.cyan, r.st.reset)
@@ -180,19 +256,135 @@ func (r *Renderer) cardOutput(c *card, data string) {
 	}
 }
 
+// emit writes one whole line of text, thought or card output.
+func (r *Renderer) emit(c *card, l string) {
+	switch {
+	case c != nil:
+		bar := r.st.cyan + "│" + r.st.reset + " "
+		r.line(bar+l, bar)
+	case r.section == "thought":
+		r.line(r.st.dim+l+r.st.reset, "")
+	default:
+		text, indent := r.md.line(l, r.st)
+		r.line(text, indent)
+	}
+}
+
+// flushPartial writes the held-back line, if any, as a whole line.
+func (r *Renderer) flushPartial() {
+	if r.width == 0 || r.partial.Len() == 0 {
+		return
+	}
+	l := r.partial.String()
+	r.partial.Reset()
+	r.emit(r.partCard, l)
+}
+
+// Flush writes the line still being written, if any, as a whole line
+// (drawing by lines; streaming, it is already out).
+func (r *Renderer) Flush() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.flushPartial()
+}
+
+// Pending is the line being written and not yet whole (drawing by lines),
+// as it will read: the terminal shows it live below the printed lines.
+func (r *Renderer) Pending() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.partial.Len() == 0 {
+		return ""
+	}
+	if r.partCard != nil {
+		return r.st.cyan + "│" + r.st.reset + " " + r.partial.String()
+	}
+	if r.section == "thought" {
+		return r.st.dim + r.partial.String() + r.st.reset
+	}
+	return r.partial.String()
+}
+
+// Running is the title of the newest card still running, and since when
+// ("" when none is).
+func (r *Renderer) Running() (string, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running == nil || r.running.finished {
+		return "", time.Time{}
+	}
+	return firstLine(r.running.title), r.running.opened
+}
+
+// OpenCard draws a card's header unless the card is already open: a
+// permission question draws its card first, so that the question always
+// follows the header, whichever of the two reaches the client first.
+func (r *Renderer) OpenCard(tc sdk.ToolCallUpdate) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	title := "a call"
+	if tc.Title != nil {
+		title = *tc.Title
+	}
+	r.openCard(tc.ToolCallId, title, tc.Content, tc.Meta)
+}
+
+func (r *Renderer) openCard(id sdk.ToolCallId, title string, content []sdk.ToolCallContent, meta map[string]any) {
+	if c := r.cards[string(id)]; c != nil {
+		if _, ok := meta["terminal_info"]; ok {
+			c.terminal = true
+		}
+		return
+	}
+	c := &card{title: title, opened: time.Now()}
+	_, c.terminal = meta["terminal_info"]
+	r.cards[string(id)] = c
+	r.running = c
+	r.enter("card")
+	for _, t := range contentTexts(content) {
+		r.line(r.st.dim+tools.CleanTerminalText(t)+r.st.reset, "")
+	}
+	r.line(fmt.Sprintf("%s┌ %s%s%s", r.st.cyan, r.st.bold, tools.CleanTerminalText(firstLine(title)), r.st.reset), "  ")
+}
+
+func (r *Renderer) updateCard(u *sdk.SessionToolCallUpdate) {
+	c := r.cards[string(u.ToolCallId)]
+	if c == nil || c.finished {
+		return
+	}
+	if out, ok := u.Meta["terminal_output"].(map[string]any); ok {
+		if data, ok := out["data"].(string); ok {
+			r.section = "card"
+			r.stream(c, tools.CleanTerminalText(data))
+		}
+	}
+	if u.Status == nil {
+		return
+	}
+	switch *u.Status {
+	case sdk.ToolCallStatusCompleted, sdk.ToolCallStatusFailed:
+		r.finishCard(c, u)
+	case sdk.ToolCallStatusPending:
+		r.section = "card"
+		r.newline()
+		r.line(r.st.yellow+"│ waiting for approval…"+r.st.reset, "")
+	}
+}
+
 func (r *Renderer) finishCard(c *card, u *sdk.SessionToolCallUpdate) {
 	c.finished = true
+	r.flushPartial()
 	if c.lineOpen {
 		r.printf("\n")
 		c.lineOpen = false
 	}
 	if !c.terminal {
 		for _, t := range contentTexts(u.Content) {
-			r.cardOutput(c, strings.TrimSuffix(t, "\n")+"\n")
+			r.stream(c, tools.CleanTerminalText(strings.TrimSuffix(t, "\n")+"\n"))
 		}
 	}
 	failed := *u.Status == sdk.ToolCallStatusFailed
-	r.printf("%s└%s %s\n", r.st.cyan, r.st.reset, r.pill(u.Meta, failed))
+	r.line(fmt.Sprintf("%s└%s %s", r.st.cyan, r.st.reset, r.pill(u.Meta, failed)), "  ")
 }
 
 // pill is the exit-status summary: green for success, red otherwise.
@@ -219,7 +411,7 @@ func (r *Renderer) Notice(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.enter("notice")
-	r.printf("%s"+format+"%s\n", append(append([]any{r.st.yellow}, args...), r.st.reset)...)
+	r.line(fmt.Sprintf("%s"+format+"%s", append(append([]any{r.st.yellow}, args...), r.st.reset)...), "")
 }
 
 // EndTurn closes the turn's output.
@@ -228,9 +420,10 @@ func (r *Renderer) EndTurn(reason sdk.StopReason) {
 	defer r.mu.Unlock()
 	r.newline()
 	if reason != sdk.StopReasonEndTurn {
-		r.printf("%s[%s]%s\n", r.st.dim, reason, r.st.reset)
+		r.line(fmt.Sprintf("%s[%s]%s", r.st.dim, reason, r.st.reset), "")
 	}
 	r.section = ""
+	r.md = markdown{}
 }
 
 func contentTexts(items []sdk.ToolCallContent) []string {
@@ -250,63 +443,28 @@ func firstLine(s string) string {
 	return s
 }
 
-// Banner prints the chat's one-line banner: the facts given (model, mode,
-// sandbox, session id; empty ones left out), then how to quit and cancel.
-func (r *Renderer) Banner(facts ...string) {
+// Banner prints the chat's one-line banner: "dsh-acp chat", the facts
+// given (model, mode, sandbox, session id; empty ones left out), then
+// extra (what keys do). Drawing by lines, the parts that do not fit the
+// width are left out from the last, and what still overflows is cut.
+func (r *Renderer) Banner(facts []string, extra ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var parts []string
-	for _, f := range facts {
+	parts := []string{"dsh-acp chat"}
+	for _, f := range append(facts, extra...) {
 		if f != "" {
 			parts = append(parts, f)
 		}
 	}
-	parts = append(parts, "Ctrl-D quits, Ctrl-C cancels")
-	r.newline()
-	r.printf("%sdsh-acp chat · %s%s\n", r.st.dim, strings.Join(parts, " · "), r.st.reset)
-	r.section = ""
-}
-
-// PromptMarker is what the chat shows where it waits for a prompt.
-const PromptMarker = "> "
-
-// Prompt shows the prompt marker, on a line of its own, and leaves the
-// cursor after it for the user's typing (echoed by the terminal).
-func (r *Renderer) Prompt() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.newline()
-	r.printf("%s%s%s", r.st.bold, PromptMarker, r.st.reset)
-	r.lineStart = false
-	r.section = ""
-}
-
-// Ask shows a question and leaves the cursor after it for the answer.
-func (r *Renderer) Ask(question string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.enter("notice")
-	r.printf("%s%s%s ", r.st.yellow, question, r.st.reset)
-	r.lineStart = false
-}
-
-// Typed records that the user ended a line on the terminal (its Enter,
-// echoed, moved the cursor to a new line), or that the terminal echoed ^C
-// after a discarded line when interrupted is true: the cursor then still
-// sits after it, and a newline follows.
-func (r *Renderer) Typed(interrupted bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if interrupted {
-		r.printf("\n")
+	text := strings.Join(parts, " · ")
+	for r.width > 0 && len(parts) > 2 && displayWidth(text) > r.width {
+		parts = parts[:len(parts)-1]
+		text = strings.Join(parts, " · ")
 	}
-	r.lineStart = true
-}
-
-// Kept shows a line the user typed earlier (kept while a question waited)
-// as the prompt now sent, after the prompt marker.
-func (r *Renderer) Kept(line string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.printf("%s\n", tools.CleanTerminalText(line))
+	if r.width > 0 {
+		text = truncate(text, r.width)
+	}
+	r.newline()
+	r.printf("%s%s%s\n", r.st.dim, text, r.st.reset)
+	r.section = ""
 }

@@ -98,7 +98,7 @@ func TestQuestionOffersOnlyTheAgentsOptions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			choices := choicesOf(tt.opts)
-			if got := question("rm -rf build\nsecond line", choices); got != strings.Replace(tt.want, `"rm -rf build"`, `"rm -rf build …"`, 1) {
+			if got := (question{title: "rm -rf build\nsecond line", choices: choices}).text(); got != strings.Replace(tt.want, `"rm -rf build"`, `"rm -rf build …"`, 1) {
 				t.Errorf("question\n%s\nwant\n%s", got, tt.want)
 			}
 			for answer, id := range tt.answers {

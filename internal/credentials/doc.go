@@ -17,7 +17,10 @@
 //
 // Login is the interactive flow behind `dsh-acp login`: base URL and model
 // shown and editable, the key read with echo off, checked against the
-// provider's GET /models (Check), then stored. Nothing here logs or prints a
+// provider's GET /models (Check), then stored. A model the provider does not
+// list is not stored as is: on a terminal the user picks a listed one (or
+// types the same one again to keep it); piped, the login is refused
+// (UnlistedModelError), naming the models listed. Nothing here logs or prints a
 // key; errors that could carry it are scrubbed.
 //
 // Known limits: unix only (privdir, termios). The file is plain JSON, not

@@ -160,7 +160,9 @@ func (l *Login) checkAndStore(ctx context.Context, c Credential, interactive boo
 	default:
 		fmt.Fprintf(l.Out, "ok (%d models).\n", len(models))
 		if len(models) > 0 && !slices.Contains(models, c.Model) {
-			fmt.Fprintf(l.Out, "Note: the provider does not list the model %q; it lists %s.\n", c.Model, listSome(models, 8))
+			if c.Model, err = l.listedModel(ctx, c.Model, models, interactive); err != nil {
+				return err
+			}
 		}
 	}
 	if err := l.Store.Save(c); err != nil {
@@ -168,6 +170,48 @@ func (l *Login) checkAndStore(ctx context.Context, c Credential, interactive boo
 	}
 	fmt.Fprintf(l.Out, "Logged in: the key is stored in %s (readable only by you).\n", l.Store.Path())
 	return nil
+}
+
+// UnlistedModelError is a login refused because the provider does not list
+// the model asked for (and nobody could be asked to confirm it).
+type UnlistedModelError struct {
+	Model  string
+	Listed []string
+}
+
+func (e *UnlistedModelError) Error() string {
+	return fmt.Sprintf("the provider does not list the model %q; it lists %s", e.Model, listSome(e.Listed, 8))
+}
+
+// listedModel settles a model the provider does not list: piped, the
+// login is refused (*UnlistedModelError); on a terminal the user picks one
+// it lists (Enter: the first), or types the unlisted one again to keep it.
+func (l *Login) listedModel(ctx context.Context, model string, listed []string, interactive bool) (string, error) {
+	if !interactive {
+		return "", &UnlistedModelError{Model: model, Listed: listed}
+	}
+	fmt.Fprintf(l.Out, "The provider does not list the model %q; it lists %s.\n", model, listSome(listed, 8))
+	refused := model
+	for try := 0; try < 3; try++ {
+		fmt.Fprintf(l.Out, "Model (one it lists, or %q again to keep it) [%s]: ", refused, listed[0])
+		line, err := l.readLine(ctx)
+		if err != nil {
+			return "", err
+		}
+		v := strings.TrimSpace(line)
+		switch {
+		case v == "":
+			return listed[0], nil
+		case slices.Contains(listed, v):
+			return v, nil
+		case v == refused:
+			fmt.Fprintf(l.Out, "Keeping %q, which the provider does not list.\n", v)
+			return v, nil
+		}
+		fmt.Fprintf(l.Out, "The provider does not list %q either.\n", v)
+		refused = v
+	}
+	return "", &UnlistedModelError{Model: refused, Listed: listed}
 }
 
 // confirm asks a yes/no question; no is the default.

@@ -153,6 +153,45 @@ func TestLoginOnATerminal(t *testing.T) {
 	}
 }
 
+// On a terminal, a model the provider does not list is not stored as is:
+// the user picks one it lists, or types the same one again to keep it.
+func TestLoginOnATerminalAsksForAListedModel(t *testing.T) {
+	srv := fakeProvider(t, testKey)
+	for _, tt := range []struct {
+		answers []string
+		want    string
+	}{
+		{[]string{"m2"}, "m2"},
+		{[]string{""}, "m1"},
+		{[]string{"typo", "typo"}, "typo"},
+	} {
+		t.Run(tt.want, func(t *testing.T) {
+			tm := newTerm(t)
+			store := NewStore(filepath.Join(t.TempDir(), "dsh-acp"))
+			l := &Login{In: tm.slave, Out: tm.slave, Store: store, BaseURL: srv.URL + "/v1", Model: "no-such-model", Client: srv.Client()}
+			done := runLogin(l, context.Background())
+			tm.expect("Base URL")
+			tm.typeIn("\n")
+			tm.expect("Model [no-such-model]: ")
+			tm.typeIn("\n")
+			tm.expect("API key (typing is hidden): ")
+			tm.typeIn(testKey + "\n")
+			tm.expect(`The provider does not list the model "no-such-model"; it lists m1, m2.`)
+			for _, a := range tt.answers {
+				tm.expect("again to keep it) [m1]: ")
+				tm.typeIn(a + "\n")
+			}
+			if err := wait(t, done); err != nil {
+				t.Fatalf("Run = %v\n%s", err, tm.shown())
+			}
+			c, err := store.Load()
+			if err != nil || c.Model != tt.want {
+				t.Errorf("stored %v, %v; want the model %q", c, err, tt.want)
+			}
+		})
+	}
+}
+
 // Ctrl-C (the context ending) while the key is asked for restores echo.
 func TestLoginCancelledRestoresEcho(t *testing.T) {
 	tm := newTerm(t)

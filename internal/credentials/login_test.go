@@ -71,6 +71,23 @@ func TestLoginPiped(t *testing.T) {
 	}
 }
 
+// Piped, a model the provider does not list is refused, naming those it
+// lists, and nothing is stored.
+func TestLoginPipedRefusesAnUnlistedModel(t *testing.T) {
+	srv := fakeProvider(t, testKey)
+	store := NewStore(filepath.Join(t.TempDir(), "dsh-acp"))
+	var out bytes.Buffer
+	l := &Login{In: pipeWith(t, testKey+"\n"), Out: &out, Store: store, BaseURL: srv.URL + "/v1", Model: "no-such-model", Client: srv.Client()}
+	err := l.Run(context.Background())
+	var ue *UnlistedModelError
+	if !errors.As(err, &ue) || err.Error() != `the provider does not list the model "no-such-model"; it lists m1, m2` {
+		t.Errorf("Run = %v", err)
+	}
+	if _, lerr := store.Load(); !errors.Is(lerr, ErrNotFound) {
+		t.Errorf("a refused login stored something: %v", lerr)
+	}
+}
+
 // A hostile credential directory is reported before anything is read.
 func TestLoginRefusesHostileStorageFirst(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "dsh-acp")
