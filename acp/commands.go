@@ -33,6 +33,7 @@ const unknownCommand = ""
 var slashCommands = []slashCommand{
 	{"compact", "Compact the conversation now: summarize older turns and elide old command output", ""},
 	{"model", "Show the models, or switch this session's model", "model id"},
+	{"thinking", "Show how much the model thinks, or set it", "default | off | low | high | max"},
 	{"mode", "Show the permission mode, or switch it", "ask | auto | read-only"},
 	{"sandbox", "Show the sandbox level, or switch it", "read-only | workspace | workspace-network | off"},
 	{"usage", "Show how full the context window is, and the session's token counts", ""},
@@ -107,6 +108,14 @@ func (ss *session) commandReply(name, args string) string {
 			return errorText(err) + "\n\n"
 		}
 		return fmt.Sprintf("Model: %s (context window %s tokens).\n\n", args, groupThousands(ss.window(args)))
+	case "thinking":
+		if args == "" {
+			return ss.thinkingText()
+		}
+		if err := ss.setSetting(thinkingConfigID, args); err != nil {
+			return errorText(err) + "\n\n"
+		}
+		return "Thinking: " + ss.agent.Thinking().Label() + ".\n\n"
 	case "mode":
 		if args == "" {
 			return modeText(ss.policy.Mode())

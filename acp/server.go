@@ -315,6 +315,7 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (resp 
 	ss := s.newSession(id, filepath.Clean(p.Cwd), j)
 	s.startMCP(ss, p.McpServers) // before a prompt can find the session
 	ss.startSandbox(nil, true)
+	ss.afterOpen(ss.reportModel)
 	if err := s.register(ss); err != nil {
 		ss.close(ctx)
 		return resp, err

@@ -42,12 +42,15 @@ type session struct {
 	// sandboxes is the levels the daemon offers; the session's level is
 	// its agent's (agent.Session.Sandbox).
 	sandboxes sandboxes
-	// hasModel reports whether a model client is in force now.
-	hasModel func() bool
+	// models is the model client in force, shared by every session.
+	models *llm.InForce
 	// settled is closed once the session's sandbox level is final (see
 	// settleSandbox); sandboxChosen: the user chose a level.
 	settled       chan struct{}
 	sandboxChosen atomic.Bool
+	// thinkingGone: the provider refused the thinking setting and the
+	// client was sent the options without it.
+	thinkingGone atomic.Bool
 
 	mu          sync.Mutex
 	afterOpened []func() // what waits for the reply that opened the session (afterOpen)
@@ -62,6 +65,9 @@ type session struct {
 
 	closeOnce sync.Once
 }
+
+// hasModel reports whether a model client is in force now.
+func (ss *session) hasModel() bool { return ss.models.Current() != nil }
 
 // beginTurn counts a turn of this session; false once the session closed.
 func (ss *session) beginTurn() bool {
@@ -112,7 +118,7 @@ func (f fanout) EmitBatch(evs []event.Event) {
 
 func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
 	ss := &session{id: id, cwd: cwd, journal: j, updates: s.updates, log: s.log, catalog: s.catalog, window: s.cfg.Agent.ContextWindow,
-		box: mcp.NewToolbox(s.cfg.Tools), sandboxes: s.sandbox, hasModel: func() bool { return s.models.Current() != nil }, settled: make(chan struct{})}
+		box: mcp.NewToolbox(s.cfg.Tools), sandboxes: s.sandbox, models: s.models, settled: make(chan struct{})}
 	ss.present = s.presenter(id, cwd, s.updates, ss.box, false)
 	ss.title = &titler{send: ss.send}
 	ss.journalSink = newJournalSink(j, s.log, id, ss.present)
@@ -165,6 +171,7 @@ func (ss *session) prompt(ctx context.Context, blocks []sdk.ContentBlock) event.
 	} else {
 		ss.syncTools(ctx)
 		reason, err = ss.agent.PromptBlocks(ctx, pb)
+		ss.thinkingMayBeGone()
 	}
 	if err != nil {
 		ss.log.Error("turn failed", zap.String("session", ss.id), zap.Error(err))

@@ -37,6 +37,7 @@ var settings = []setting{
 	// session's level.
 	{id: sandboxConfigID, key: stateSandbox, option: sandboxSetting, set: setSandbox},
 	{id: modelConfigID, key: stateModel, option: modelSetting, set: setModel, restore: restoreModel},
+	{id: thinkingConfigID, key: stateThinking, option: thinkingSetting, set: setThinking, restore: restoreThinking},
 }
 
 func findSetting(id string) (setting, bool) {

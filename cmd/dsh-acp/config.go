@@ -15,6 +15,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/executor/ssh"
 	"github.com/dsh-acp/dsh-acp/internal/agent"
 	"github.com/dsh-acp/dsh-acp/internal/event"
+	"github.com/dsh-acp/dsh-acp/internal/llm"
 	"github.com/dsh-acp/dsh-acp/internal/permission"
 	"github.com/dsh-acp/dsh-acp/internal/rpc"
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -53,7 +54,9 @@ type config struct {
 	// Sandbox is the sandbox level asked for; "" is auto (workspace where
 	// bubblewrap can start, else off).
 	Sandbox executor.Level
-	Session agent.Config // the context window, compaction threshold, price
+	// Thinking is new sessions' thinking setting ("": the provider's).
+	Thinking llm.Thinking
+	Session  agent.Config // the context window, compaction threshold, price
 	// Executor is "local" or an ssh://[user@]host[:port][/path] address
 	// (SSHTarget is then set); SSHIdentity and SSHKnownHosts configure it.
 	Executor      string
@@ -135,13 +138,14 @@ func parseConfig(name string, args []string, env envLookup, usage io.Writer) (co
 // environment fallbacks: `dsh-acp` parses them alone, `dsh-acp chat`
 // beside its own and forwards the ones set to the agent it spawns.
 type configFlags struct {
-	c       config
-	mode    *string
-	sandbox *string
-	allow   stringList
-	session sessionFlags
-	env     envLookup
-	names   map[string]bool // the daemon's flag names
+	c        config
+	mode     *string
+	sandbox  *string
+	thinking *string
+	allow    stringList
+	session  sessionFlags
+	env      envLookup
+	names    map[string]bool // the daemon's flag names
 }
 
 // addConfigFlags registers the daemon's flags on fs.
@@ -163,6 +167,7 @@ func addConfigFlags(fs *flag.FlagSet, env envLookup) *configFlags {
 	fs.IntVar(&c.MaxLine, "max-line", rpc.DefaultMaxLine, "longest JSON-RPC line accepted on stdin, in bytes (at most 10 MiB)")
 	fs.IntVar(&c.MaxTurnRequests, "max-turn-requests", agent.DefaultMaxTurnRequests, "model requests allowed in one turn")
 	fs.DurationVar(&c.ModelIdle, "model-idle-timeout", 2*time.Minute, "abort a model request after this long without a byte from the provider (keep-alives count)")
+	cf.thinking = fs.String("thinking", envOr(env, "DSH_THINKING", "default"), "how much the model thinks in new sessions: default (the provider's), off, low, high or max (env DSH_THINKING)")
 	cf.mode = fs.String("mode", envOr(env, "DSH_MODE", "ask"), "permission mode of new sessions: ask, auto or read-only (env DSH_MODE)")
 	fs.StringVar(&c.Executor, "executor", envOr(env, "DSH_EXECUTOR", "local"), "where commands run: local, or ssh://[user@]host[:port][/path] (the path, when given, is the remote directory the project maps to) (env DSH_EXECUTOR)")
 	fs.StringVar(&c.SSHIdentity, "ssh-identity", envOr(env, "DSH_SSH_IDENTITY", ""), "private key file for the ssh executor (unencrypted; else ssh-agent via SSH_AUTH_SOCK, else ~/.ssh/id_*) (env DSH_SSH_IDENTITY)")
@@ -189,6 +194,9 @@ func (cf *configFlags) config(fs *flag.FlagSet) (config, error) {
 	c.Mode = m
 	if c.Sandbox, err = parseSandbox(*cf.sandbox); err != nil {
 		return c, fmt.Errorf("--sandbox: %w", err)
+	}
+	if c.Thinking, err = llm.ParseThinking(*cf.thinking); err != nil {
+		return c, fmt.Errorf("--thinking: %w", err)
 	}
 	if strings.HasPrefix(c.Executor, "ssh://") {
 		t, err := ssh.ParseTarget(c.Executor)

@@ -141,6 +141,7 @@ func serve(cfg config) error {
 		Agent: agent.Config{
 			MaxTurnRequests:  cfg.MaxTurnRequests,
 			Model:            cfg.Model,
+			Thinking:         cfg.Thinking,
 			ContextWindow:    cfg.Session.ContextWindow,
 			CompactThreshold: cfg.Session.CompactThreshold,
 			Price:            cfg.Session.Price,

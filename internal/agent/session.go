@@ -49,6 +49,9 @@ type Config struct {
 	// Model is the model the session asks for at first ("": the client's
 	// own, when it names one); SetModel changes it.
 	Model string
+	// Thinking is the thinking setting the session starts with (the
+	// provider's default when empty); SetThinking changes it.
+	Thinking llm.Thinking
 	// ContextWindow is a model's context window, in tokens (nil:
 	// ContextWindow, the built-in table, else DefaultContextWindow).
 	ContextWindow func(model string) int
@@ -140,6 +143,7 @@ func NewSession(id, cwd string, model ModelClient, box Toolbox, sink event.Sink,
 		turn:      make(chan struct{}, 1),
 		acct:      &ledger{},
 		modelName: cfg.Model,
+		thinking:  cfg.Thinking,
 	}
 	s.hist = newHistory(s.acct)
 	s.base = renderBase(cfg.SystemPrompt, cwd)

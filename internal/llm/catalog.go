@@ -27,8 +27,9 @@ type Catalog struct {
 
 	mu      sync.Mutex
 	models  []string
-	version int  // 1 once the fetch ended
-	listed  bool // the provider gave its list
+	version int        // 1 once the fetch ended
+	listed  bool       // the provider gave its list
+	check   ModelCheck // what the list says of the configured model
 }
 
 // NewCatalog fetches the models of client (none when it cannot list
@@ -55,6 +56,7 @@ func (c *Catalog) fetch(ctx context.Context, lister Lister, log *zap.Logger, rea
 	c.mu.Lock()
 	if err == nil {
 		c.models, c.listed = withModel(models, c.configured), true
+		c.check = CheckModel(models, c.configured)
 	}
 	c.version = 1
 	c.mu.Unlock()
@@ -110,6 +112,25 @@ func (c *Catalog) Accepts(id string) bool {
 		return false
 	}
 	return slices.Contains(c.models, id) || (!c.listed && c.version > 0)
+}
+
+// Configured is the model sessions start with.
+func (c *Catalog) Configured() string { return c.configured }
+
+// Done is closed once the fetch ended (see Start).
+func (c *Catalog) Done() <-chan struct{} { return c.done }
+
+// Problem says, once the fetch ended, that the provider's list does not
+// name the configured model, with the models it does name and the fix
+// (ModelCheck.Problem); "" while the fetch runs, when it failed, when the
+// provider listed nothing, and when the model is listed.
+func (c *Catalog) Problem() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.listed || len(c.check.Models) == 0 {
+		return ""
+	}
+	return c.check.Problem()
 }
 
 // Start starts the fetch (once); Wait starts it too.

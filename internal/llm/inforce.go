@@ -101,3 +101,11 @@ func (m *InForce) ListModels(ctx context.Context) ([]Model, error) {
 	}
 	return lister.ListModels(ctx)
 }
+
+// ThinkingRefused reports whether the provider of the client in force
+// refused the thinking setting for model (Client.ThinkingRefused); false
+// without a client or for one that does not say.
+func (m *InForce) ThinkingRefused(model string) bool {
+	c, ok := m.Current().(interface{ ThinkingRefused(string) bool })
+	return ok && c.ThinkingRefused(model)
+}
