@@ -278,6 +278,11 @@ func treeEntries(t *testing.T, root string) []string {
 // TestE2ESandboxAttacks runs issue 32's attacks through the real daemon at
 // the default level (workspace), as root and as an ordinary user, each
 // judged by its effect on the host:
+//   - credentials: the daemon's stored key, files where DOCKER_CONFIG and
+//     GNUPGHOME point, ~/.pgpass, Cargo's, git's, Codex's, Vault's,
+//     Terraform's and Azure's tokens, shell history, and variables named
+//     BW_SESSION, OP_SESSION_*, MYSQL_PWD, PGPASS, an Azure connection
+//     string and a Slack webhook: none reaches the client;
 //   - the repository: .git renamed and copied back with a hook and
 //     core.fsmonitor, .git/commondir at a planted git directory, hooks
 //     created where none were, a nested repository's hooks and its parent
@@ -322,7 +327,19 @@ func newAttackTreeFiles(t *testing.T, as string) attackTree {
 		filepath.Join(tr.config, "gh", "hosts.yml"):        "oauth_token: " + secret + "\n",
 		filepath.Join(tr.state, "journal-secret"):          secret + "\n",
 		filepath.Join(tr.home, ".bashrc"):                  "# mine\n",
-		filepath.Join(tr.cwd, "AGENTS.md"):                 "be nice\n",
+		// Credentials where their tools' variables point, and files the
+		// hidden list did not name before issue 32.
+		filepath.Join(tr.root, "dockercfg", "config.json"):              secret,
+		filepath.Join(tr.root, "gnupg", "private-keys-v1.d", "k"):       secret,
+		filepath.Join(tr.home, ".pgpass"):                               secret,
+		filepath.Join(tr.home, ".cargo", "credentials.toml"):            secret,
+		filepath.Join(tr.config, "git", "credentials"):                  secret,
+		filepath.Join(tr.home, ".codex", "auth.json"):                   secret,
+		filepath.Join(tr.home, ".vault-token"):                          secret,
+		filepath.Join(tr.home, ".terraform.d", "credentials.tfrc.json"): secret,
+		filepath.Join(tr.home, ".azure", "msal_token_cache.json"):       secret,
+		filepath.Join(tr.home, ".bash_history"):                         secret,
+		filepath.Join(tr.cwd, "AGENTS.md"):                              "be nice\n",
 	}
 	for p, content := range files {
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
@@ -336,7 +353,7 @@ func newAttackTreeFiles(t *testing.T, as string) attackTree {
 		if err := os.Chmod(tr.root, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		chownTree(t, tr.home)
+		chownTree(t, tr.root)
 	}
 	return tr
 }
@@ -353,7 +370,12 @@ func startAttackDaemonIn(t *testing.T, as string, tr attackTree, args []string) 
 	if as == "user" && os.Geteuid() == 0 {
 		bin = wrapperAsUser(t)
 	}
-	env := []string{"HOME=" + tr.home, "XDG_CONFIG_HOME=" + tr.config, "DSH_MODE=auto", "GIT_CONFIG_NOSYSTEM=1"}
+	secret := attackSecret(tr)
+	env := []string{"HOME=" + tr.home, "XDG_CONFIG_HOME=" + tr.config, "DSH_MODE=auto", "GIT_CONFIG_NOSYSTEM=1",
+		"DOCKER_CONFIG=" + filepath.Join(tr.root, "dockercfg"), "GNUPGHOME=" + filepath.Join(tr.root, "gnupg"),
+		// Variables whose names say nothing of a secret.
+		"BW_SESSION=" + secret, "OP_SESSION_acme=" + secret, "MYSQL_PWD=" + secret, "PGPASS=" + secret,
+		"AZURE_STORAGE_CONNECTION_STRING=AccountKey=" + secret, "SLACK_WEBHOOK_URL=https://hooks.slack.invalid/" + secret}
 	d := startModelDaemon(t, bin, tr.state, model, args, env...)
 	return &attackDaemon{daemon: d, model: model, tree: tr, as: as}
 }
@@ -396,6 +418,7 @@ func (a *attackDaemon) attackHome(t *testing.T) {
 	a.run(sid, `mv ~/.config ~/.c; mv ~/.local ~/.l; echo evil >> ~/.bashrc; mkdir -p ~/.local/bin ~/.config/dsh-acp ~/.config/autostart
 	echo evil > ~/.local/bin/git; echo '{"allow":["*"]}' > ~/.config/dsh-acp/permissions.json; echo x > ~/.config/autostart/x.desktop; true`)
 	a.run(sid, `cat ~/.c/dsh-acp/credentials ~/.config/dsh-acp/credentials ~/.c/gh/hosts.yml ~/.config/gh/hosts.yml ~/.l/state/dsh-acp/journal-secret ~/.local/state/dsh-acp/journal-secret; grep -rs secret- ~; true`)
+	a.run(sid, `env; cat "$DOCKER_CONFIG/config.json"; grep -rs secret- "$GNUPGHOME" ~/.pgpass ~/.cargo ~/.codex ~/.vault-token ~/.terraform.d ~/.azure ~/.bash_history; true`)
 	for _, u := range a.Updates(sid) {
 		if strings.Contains(string(u), secret) {
 			t.Errorf("as %s: a secret reached the client: %s", a.as, u)

@@ -42,8 +42,10 @@ type hidden struct {
 // args returns bwrap's arguments (without argv[0]) for p. The order
 // matters: later mounts cover earlier ones, so the workspace comes after
 // the throwaway /tmp (a workspace under /tmp stays visible), the pins come
-// after the workspace, and the hidden and protected paths after the pins
-// (a workspace holding ~/.ssh or .git/hooks does not show or free them).
+// after the workspace, the protected paths after the pins and the hidden
+// ones last (a workspace holding ~/.ssh or .git/hooks does not show or
+// free them, and a protected directory does not re-show a hidden file in
+// it).
 func args(p plan) []string {
 	a := []string{
 		// The kernel ends every process of the sandbox when its pid 1
@@ -88,15 +90,18 @@ func args(p plan) []string {
 	for _, d := range p.Pins {
 		a = append(a, "--bind", d, d)
 	}
+	// Protected before hidden: a read-only bind of a protected directory
+	// (~/.config/git) re-shows the host's tree below it, hidden files
+	// (~/.config/git/credentials) included, so hiding comes after.
+	for _, path := range p.Protected {
+		a = append(a, "--ro-bind", path, path)
+	}
 	for _, h := range p.Hidden {
 		if h.Dir {
 			a = append(a, "--tmpfs", h.Path, "--remount-ro", h.Path)
 		} else {
 			a = append(a, "--ro-bind", "/dev/null", h.Path)
 		}
-	}
-	for _, path := range p.Protected {
-		a = append(a, "--ro-bind", path, path)
 	}
 	if p.StateDir != "" {
 		a = append(a, "--tmpfs", p.StateDir)

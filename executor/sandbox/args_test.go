@@ -52,7 +52,7 @@ func TestArgs(t *testing.T) {
 		ssh, state, spill := must("--tmpfs", "/home/u/.ssh", "--remount-ro", "/home/u/.ssh"), must("--tmpfs", p.StateDir), must("--ro-bind", p.SpillDir, p.SpillDir)
 		must("--ro-bind", "/dev/null", "/home/u/.netrc")
 		hooks := must("--ro-bind", "/tmp/ws/.git/hooks", "/tmp/ws/.git/hooks")
-		if !(must("--ro-bind", "/", "/") < tmp && tmp < ws && ws < ssh && ws < hooks && state < spill) {
+		if !(must("--ro-bind", "/", "/") < tmp && tmp < ws && ws < ssh && ws < hooks && hooks < ssh && state < spill) {
 			t.Errorf("%s: mounts out of order: %q", tc.level, a)
 		}
 		for _, opt := range []string{"--die-with-parent", "--unshare-pid", "--unshare-user", "--disable-userns", "--proc", "--dev"} {

@@ -49,10 +49,6 @@ func RemoteWrapper(level executor.Level, workspace, scriptVar, pre string) strin
 	} else {
 		w(`__dsh_a+=(--ro-bind "$__dsh_w" "$__dsh_w")`)
 	}
-	w(`__dsh_h=(%s)`, strings.Join(remoteHidden(), " "))
-	w(`for __dsh_p in "${__dsh_h[@]}"; do [ -n "$__dsh_p" ] || continue; __dsh_q=$(realpath -e -- "$__dsh_p" 2>/dev/null) || continue; ` +
-		`[ "$__dsh_q" = / ] && continue; if [ -d "$__dsh_q" ]; then __dsh_a+=(--tmpfs "$__dsh_q" --remount-ro "$__dsh_q"); ` +
-		`else __dsh_a+=(--ro-bind /dev/null "$__dsh_q"); fi; done`)
 	if level.Writable() {
 		var rel []string
 		for _, r := range DefaultProtected {
@@ -65,6 +61,11 @@ func RemoteWrapper(level executor.Level, workspace, scriptVar, pre string) strin
 			`case $__dsh_q in "$__dsh_w"/*) [ "$__dsh_p" = .git ] && [ -d "$__dsh_q" ] || __dsh_a+=(--ro-bind "$__dsh_q" "$__dsh_q");; esac; done`,
 			strings.Join(rel, " "))
 	}
+	// Hidden after protected: a protected directory re-shows what is below it.
+	w(`__dsh_h=(%s)`, strings.Join(remoteHidden(), " "))
+	w(`for __dsh_p in "${__dsh_h[@]}"; do [ -n "$__dsh_p" ] || continue; __dsh_q=$(realpath -e -- "$__dsh_p" 2>/dev/null) || continue; ` +
+		`[ "$__dsh_q" = / ] && continue; if [ -d "$__dsh_q" ]; then __dsh_a+=(--tmpfs "$__dsh_q" --remount-ro "$__dsh_q"); ` +
+		`else __dsh_a+=(--ro-bind /dev/null "$__dsh_q"); fi; done`)
 	launch := `unshare --user --map-current-user --pid --fork --kill-child -- bwrap "${__dsh_a[@]}" --chdir "$PWD" -- bash -c "$` + scriptVar + `"`
 	if pre != "" {
 		launch = `"${` + pre + `[@]}" ` + launch

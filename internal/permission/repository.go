@@ -9,9 +9,8 @@ package permission
 // placeholder (executor.Spec.AllowNewRepository).
 
 // createsRepository reports whether the line runs `git init` (global
-// options such as -C allowed), or a git whose subcommand cannot be told
-// (known only at run time, or behind a global option off the allowlist
-// such as -c).
+// options such as -C allowed), or a git whose subcommand is known only at
+// run time.
 func (an *analysis) createsRepository() bool {
 	for _, it := range an.items {
 		if it.kind != kindCommand || len(it.words) == 0 || !it.words[0].lit || programName(it.words[0].text) != "git" {
@@ -19,7 +18,14 @@ func (an *analysis) createsRepository() bool {
 		}
 		words, ok := canonical(it.words)
 		if !ok {
-			return true
+			// Global options off the allowlist (-c …): the subcommand is
+			// one of the words; any that is init or unknown counts.
+			for _, w := range it.words[1:] {
+				if !w.lit || w.text == "init" {
+					return true
+				}
+			}
+			continue
 		}
 		if len(words) < 2 {
 			continue

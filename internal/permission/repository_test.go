@@ -18,6 +18,8 @@ func TestGitInitAsks(t *testing.T) {
 		{"git init", ModeAsk, Ask, true},
 		{"git init", ModeReadOnly, Deny, false},
 		{"git commit -m x", ModeAuto, Allow, false},
+		{"git -c core.pager=x log", ModeAuto, Allow, false},
+		{"git -c x=y init", ModeAuto, Ask, true},
 		{"git status", ModeAsk, Allow, false},
 		{"echo git init", ModeAuto, Allow, false},
 	} {
