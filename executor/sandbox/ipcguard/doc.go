@@ -47,7 +47,8 @@
 // The supervisor needs Linux 5.6 (pidfd_getfd, openat2); Install fails
 // where it is missing, and the caller refuses the levels the guard serves.
 // Guard.Close stops the supervisor: a filtered process left then gets
-// ENOSYS from connect (fail closed).
+// ENOSYS from connect (fail closed). The supervisor works from a
+// non-dumpable daemon, root or not (the tests run it as both).
 //
 // Ordinary work keeps working: a server and client on /tmp (by absolute or
 // relative path), socketpair(2) of stream sockets, pipes, loopback TCP in
@@ -80,6 +81,12 @@
 //   - Unix datagram sockets cannot be made at these levels (syslog(3) to
 //     /dev/log and datagram socketpairs included); 32-bit programs that
 //     use socketcall(2) for their sockets fail.
+//   - At most 256 connects are answered at once, across all sandboxes (a
+//     connect may block a daemon thread, e.g. on a listener that never
+//     accepts); one over that fails at once with EAGAIN
+//     [TestInflightBounded]. A command that floods connects to its own
+//     stuck listener can so make other sandboxes' connects fail for as long
+//     as it runs.
 //   - A connect to a path through /proc/self/fd (an O_PATH descriptor) is
 //     refused, even to a socket on /tmp.
 //   - Landlock's LANDLOCK_ACCESS_FS_RESOLVE_UNIX (merged upstream in 2026)

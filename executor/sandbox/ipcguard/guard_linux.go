@@ -32,7 +32,17 @@ type Guard struct {
 	loopDone chan struct{}
 	handlers sync.WaitGroup
 	answered atomic.Uint64
+	inflight atomic.Int64
+	// maxInflight bounds the connects answered at once (each may block a
+	// thread of the daemon); the one over it is answered EAGAIN at once.
+	maxInflight int64
+	hold        func() // tests: run by each handler before it decides
 }
+
+// maxInflight is Guard.maxInflight: enough for any build's parallelism,
+// few enough that a flood of connects to a listener that never accepts
+// cannot exhaust the daemon's threads.
+const maxInflight = 256
 
 // New returns a Guard that is not installed yet. It makes no system call
 // beyond a stat of /tmp.
@@ -41,7 +51,7 @@ func New(cfg Config) *Guard {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	g := &Guard{log: log, listener: -1, wakeR: -1, wakeW: -1}
+	g := &Guard{log: log, listener: -1, wakeR: -1, wakeW: -1, maxInflight: maxInflight}
 	var st unix.Stat_t
 	if unix.Stat("/tmp", &st) == nil {
 		g.hostTmp = st.Dev
@@ -182,10 +192,19 @@ func (g *Guard) loop() {
 			g.log.Warn("ipcguard: receive", zap.Error(err))
 			return
 		}
+		if g.inflight.Add(1) > g.maxInflight {
+			g.inflight.Add(-1)
+			g.send(n.ID, unix.EAGAIN)
+			continue
+		}
 		g.handlers.Add(1)
 		go func() {
 			defer g.handlers.Done()
-			g.answer(n)
+			defer g.inflight.Add(-1)
+			if g.hold != nil {
+				g.hold()
+			}
+			g.send(n.ID, g.decide(n))
 		}()
 	}
 }
@@ -193,11 +212,11 @@ func (g *Guard) loop() {
 // Answered is how many connects the supervisor has answered so far.
 func (g *Guard) Answered() uint64 { return g.answered.Load() }
 
-// answer decides n and sends the answer; a caller that went away in the
-// meantime (ENOENT) needs none.
-func (g *Guard) answer(n notif) {
-	resp := notifResp{ID: n.ID}
-	if errno := g.decide(n); errno != 0 {
+// send answers notification id with errno (0: success); a caller that
+// went away in the meantime (ENOENT) needs no answer.
+func (g *Guard) send(id uint64, errno unix.Errno) {
+	resp := notifResp{ID: id}
+	if errno != 0 {
 		resp.Error = -int32(errno)
 	}
 	g.answered.Add(1)

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The tests run the real thing: bubblewrap started from a thread that
@@ -53,6 +55,12 @@ func supervisorMain() int {
 	attr := &os.ProcAttr{Dir: ws, Env: env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, exe}}
 	if os.Getenv(guardedEnv) == "" {
 		return wait(os.StartProcess("/proc/self/fd/3", []string{"client"}, attr))
+	}
+	// Like the daemon (local.MakeNonDumpable): the supervisor must work
+	// from a process nobody may ptrace.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
 	}
 	g := New(Config{})
 	defer g.Close()
