@@ -42,7 +42,10 @@
 // or processes do meanwhile (rewriting the address, swapping a symlink,
 // renaming a directory) changes what is connected: the guard holds by
 // construction, not by winning a race (TestWaysOutBlockedGuarded flips
-// the address between /tmp and $HOME during 300+ connects).
+// the address between /tmp and $HOME during 300+ connects). Nor can a
+// command take the notifications with a filter of its own that answers
+// CONTINUE: the kernel refuses a notifying filter below one that has a
+// listener (EBUSY).
 //
 // The supervisor needs Linux 5.6 (pidfd_getfd, openat2); Install fails
 // where it is missing, and the caller refuses the levels the guard serves.

@@ -53,7 +53,7 @@ func TestWaysOutLandUnguarded(t *testing.T) {
 			requireTools(t, uid)
 			h := newHost(t, uid)
 			res := h.runClient(t, uid, false)
-			for _, w := range append(ways, "link") {
+			for _, w := range append(ways, "link", "bypass") {
 				if res[w] != "ok" {
 					t.Errorf("%s: the client failed at level off: %s", w, res[w])
 				}
@@ -63,8 +63,8 @@ func TestWaysOutLandUnguarded(t *testing.T) {
 					t.Errorf("%s: the host listener received nothing at level off", w)
 				}
 			}
-			if n := len(h.received("home")); n < 3 {
-				t.Errorf("home received %d connections at level off; want the direct one, the link's and the race's", n)
+			if n := len(h.received("home")); n < 4 {
+				t.Errorf("home received %d connections at level off; want the direct one, the link's, the bypass's and the race's", n)
 			}
 		})
 	}
@@ -74,7 +74,8 @@ func TestWaysOutLandUnguarded(t *testing.T) {
 // receives a connection or a byte (a path socket under $HOME, the
 // workspace's fsmonitor socket by a relative path, a symlink from /tmp to
 // the $HOME socket, a datagram, an abstract socket, and 300 or more connects (300 ms) whose
-// address another thread flips between /tmp and $HOME), while a socket
+// address another thread flips between /tmp and $HOME, a notifying filter
+// of the command's own answering CONTINUE), while a socket
 // server and client in /tmp, a relative /tmp path, a socketpair and
 // loopback TCP keep working.
 func TestWaysOutBlockedGuarded(t *testing.T) {
@@ -95,6 +96,11 @@ func TestWaysOutBlockedGuarded(t *testing.T) {
 			}
 			if !strings.Contains(res["dgram"], "socket: permission denied") {
 				t.Errorf("dgram: want the datagram socket refused, got %s", res["dgram"])
+			}
+			// The kernel gives a notification to one listener only, and lets a
+			// process below a listening filter install no other (EBUSY).
+			if !strings.Contains(res["bypass"], "device or resource busy") {
+				t.Errorf("bypass: want a second notifying filter refused, got %s", res["bypass"])
 			}
 			if res["racehits"] != "0" {
 				t.Errorf("race: %s connects reached $HOME's socket", res["racehits"])
