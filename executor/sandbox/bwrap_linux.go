@@ -117,7 +117,7 @@ func (s *Spawner) spawn(cmd engine.Command, spillDir string) (*process, error) {
 	// bwrap's own cwd does not matter; the command's is --chdir.
 	l.Dir = "/"
 	l.SysProcAttr = s.sysProcAttr()
-	l.Guarded = guarded(cmd.Spec.Level)
+	l.Guarded = s.guarded(cmd.Spec.Level)
 	lp, err := s.plain.Start(l)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", executor.ErrSandbox, err)

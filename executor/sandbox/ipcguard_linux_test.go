@@ -1,16 +1,21 @@
 package sandbox
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/executor/engine"
+	"github.com/dsh-acp/dsh-acp/executor/executortest"
+	"github.com/dsh-acp/dsh-acp/executor/local"
 )
 
 // listener is a host Unix socket that records what reaches it.
@@ -98,4 +103,69 @@ func TestNoIPCOutWithoutNetwork(t *testing.T) {
 	if len(docker.received()) != 1 || len(fsmonitor.received()) != 1 {
 		t.Fatalf("off: the listeners did not receive the control connects: %s", res.Combined)
 	}
+}
+
+// BenchmarkGuardOverhead: a foreground `true` at workspace level, started
+// from the guard thread and (the guard taken away) from the spawn thread,
+// paired call by call; the median of the per-pair ratios is the guard's
+// cost per call.
+func BenchmarkGuardOverhead(b *testing.B) {
+	requireBwrap(b)
+	ws := b.TempDir()
+	run := func(unguarded bool) func() error {
+		sp, err := NewSpawner(Config{Config: local.Config{StateDir: b.TempDir()}, Home: testHome(b)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if unguarded {
+			sp.guard = nil
+		}
+		e, err := engine.New(sp, engine.Config{StateDir: sp.stateDir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		executortest.ShutDownAtEnd(b, e, 20*time.Second)
+		spec, err := e.Resolve(executor.Request{Command: "true", SessionCwd: ws, Level: executor.LevelWorkspace})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func() error {
+			res, err := e.Run(context.Background(), spec, nil)
+			if err == nil && res.ExitCode != 0 {
+				err = fmt.Errorf("exit %d: %s", res.ExitCode, res.Combined)
+			}
+			return err
+		}
+	}
+	guarded, plain := run(false), run(true)
+	var tg, tp []time.Duration
+	var ratios []float64
+	b.ResetTimer()
+	for i := range max(b.N, 60) {
+		var dg, dp time.Duration
+		for k := range 2 {
+			f, d := guarded, &dg
+			if (i+k)%2 == 1 {
+				f, d = plain, &dp
+			}
+			start := time.Now()
+			if err := f(); err != nil {
+				b.Fatal(err)
+			}
+			*d = time.Since(start)
+		}
+		tg, tp, ratios = append(tg, dg), append(tp, dp), append(ratios, float64(dg)/float64(dp))
+	}
+	b.StopTimer()
+	mg, mp, ratio := median(tg), median(tp), medianFloat(ratios)
+	b.ReportMetric(float64(mg.Microseconds()), "guarded-µs")
+	b.ReportMetric(float64(mp.Microseconds()), "unguarded-µs")
+	b.ReportMetric(ratio, "ratio")
+	b.Logf("a foreground `true` at workspace (%d pairs): guarded median %v, unguarded %v, median paired ratio %.3f", len(tg), mg, mp, ratio)
+}
+
+func medianFloat(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

@@ -233,7 +233,9 @@ func (s *Spawner) Unavailable() error {
 func (s *Spawner) Close() error {
 	s.probeOnce.Do(func() {}) // a probe under way ends first; none starts now
 	err := s.plain.Close()
-	s.guard.Close()
+	if s.guard != nil {
+		s.guard.Close()
+	}
 	return err
 }
 
