@@ -33,6 +33,9 @@
 // Every process is started from one dedicated, locked OS thread that lives
 // as long as the Spawner: a parent-death signal is tied to the forking
 // thread, and executor/sandbox relies on bubblewrap's --die-with-parent.
+// A Launch marked Guarded is forked from a second such thread, the guard
+// thread, which first ran SpawnerConfig.Guard (executor/sandbox/ipcguard
+// loads its seccomp filter there, so that only those children inherit it).
 //
 // # Programs
 //

@@ -390,6 +390,11 @@ func (l *limiter) prepare() {
 	l.ready = c
 }
 
+// enterGuard and leaveGuard move the guard thread into c for a fork and
+// back out (v1; nothing to do on v2, where the child is born in c).
+func (l *limiter) enterGuard(c *commandCgroup) error { return l.enter(c) }
+func (l *limiter) leaveGuard()                       { l.leave() }
+
 // enter moves the spawn thread into c (v1; nothing to do on v2).
 func (l *limiter) enter(c *commandCgroup) error {
 	if l.v2 {

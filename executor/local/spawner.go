@@ -36,6 +36,13 @@ type SpawnerConfig struct {
 	Limits Limits
 	// Logger receives diagnostics; nil means none.
 	Logger *zap.Logger
+	// Guard, when set, is run once on a second dedicated, locked thread,
+	// the guard thread, before its first start; Launch.Guarded starts a
+	// process from that thread. It is for state a thread passes on to the
+	// children it forks and that must not reach the others: a seccomp
+	// filter (executor/sandbox/ipcguard). When it fails, every guarded
+	// start fails with its error.
+	Guard func() error
 }
 
 // Spawner is the plain engine.Spawner: `bash -c` in a session and process
@@ -56,6 +63,7 @@ type Spawner struct {
 	devNull *os.File
 
 	reqs      chan func()
+	guard     guardThread
 	closeOnce sync.Once
 	mu        sync.RWMutex // held for reading while a start is queued
 	closed    bool
@@ -79,7 +87,7 @@ func NewSpawner(cfg SpawnerConfig) (*Spawner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", os.DevNull, err)
 	}
-	s := &Spawner{bash: bash, log: cfg.Logger, devNull: devNull, reqs: make(chan func())}
+	s := &Spawner{bash: bash, log: cfg.Logger, devNull: devNull, reqs: make(chan func()), guard: guardThread{setup: cfg.Guard}}
 	if s.limits, s.limitsWhy = newLimiter(cfg.Limits, cfg.Logger); s.limitsWhy != nil {
 		cfg.Logger.Info("commands run without a process limit", zap.Error(s.limitsWhy))
 	}
@@ -101,6 +109,7 @@ func (s *Spawner) thread() {
 	for f := range s.reqs {
 		f()
 	}
+	s.guard.close()
 	s.devNull.Close()
 	if s.limits != nil {
 		s.limits.close()
@@ -152,6 +161,9 @@ type Launch struct {
 	Keep []io.Closer
 	// SysProcAttr is used as given, except that Setsid is always set.
 	SysProcAttr *syscall.SysProcAttr
+	// Guarded starts the process from the guard thread (see
+	// SpawnerConfig.Guard); without a Guard, the start fails.
+	Guarded bool
 
 	stdin *os.File
 	feeds []feed
@@ -258,7 +270,11 @@ func (s *Spawner) Start(l *Launch) (_ *Process, err error) {
 				cg.apply(attr)
 			}
 		}
-		proc, err = os.StartProcess(l.Path, l.Args, pa)
+		if l.Guarded {
+			proc, err = s.guard.start(l.Path, l.Args, pa, s.limits, cg)
+		} else {
+			proc, err = os.StartProcess(l.Path, l.Args, pa)
+		}
 		return err
 	}, func() {
 		if s.limits != nil {

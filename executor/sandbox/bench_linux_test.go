@@ -99,6 +99,9 @@ func directBwrap(b *testing.B, spec executor.Spec) (func(gone func()) error, err
 		return nil, err
 	}
 	b.Cleanup(func() { sp.Close() })
+	if why := sp.Unavailable(); why != nil { // probes, and finds bwrap
+		return nil, why
+	}
 	spill, err := os.MkdirTemp(sp.stateDir, "spill-")
 	if err != nil {
 		return nil, err

@@ -124,6 +124,7 @@ func (s *Spawner) spawn(cmd engine.Command, spillDir string) (*process, error) {
 		l.Discard()
 		return nil, err
 	}
+	l.Guarded = s.guarded(cmd.Spec.Level)
 	lp, err := s.plain.Start(l)
 	if err != nil {
 		s.places.release(p.Placeholders)

@@ -15,6 +15,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/executor/engine"
 	"github.com/dsh-acp/dsh-acp/executor/local"
+	"github.com/dsh-acp/dsh-acp/executor/sandbox/ipcguard"
 )
 
 // Config configures New: the local executor's settings plus the sandbox's.
@@ -90,6 +91,7 @@ func New(cfg Config) (*Executor, error) {
 // engine.Closer.
 type Spawner struct {
 	plain     *local.Spawner
+	guard     *ipcguard.Guard // the IPC guard of the levels without network (ipcguard.go)
 	bwrap     string
 	level     executor.Level // the default
 	home      string         // resolved; "" when there is none
@@ -146,11 +148,12 @@ func NewSpawner(cfg Config) (*Spawner, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	plain, err := local.NewSpawner(local.SpawnerConfig{Limits: cfg.Limits, Logger: log})
+	guard := newGuard(log)
+	plain, err := local.NewSpawner(local.SpawnerConfig{Limits: cfg.Limits, Logger: log, Guard: guard.Install})
 	if err != nil {
 		return nil, err
 	}
-	s := &Spawner{plain: plain, level: cfg.Level, log: log, root: os.Geteuid() == 0, protected: cfg.Protected}
+	s := &Spawner{plain: plain, guard: guard, level: cfg.Level, log: log, root: os.Geteuid() == 0, protected: cfg.Protected}
 	if s.protected == nil {
 		s.protected = DefaultProtected
 	}
@@ -243,7 +246,11 @@ func (s *Spawner) Unavailable() error {
 // Close implements engine.Closer.
 func (s *Spawner) Close() error {
 	s.probeOnce.Do(func() {}) // a probe under way ends first; none starts now
-	return s.plain.Close()
+	err := s.plain.Close()
+	if s.guard != nil {
+		s.guard.Close()
+	}
+	return err
 }
 
 // Spawn implements engine.Spawner: LevelOff runs plainly, every other level

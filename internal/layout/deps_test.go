@@ -36,7 +36,7 @@ var layers = [][]string{
 	{"executor/engine"},
 	{"executor"},
 	{"internal/rpc"},
-	{"internal/event", "internal/privdir", "internal/wirejson"},
+	{"internal/event", "internal/privdir", "internal/wirejson", "executor/sandbox/ipcguard"},
 	// Test helpers and this package import nothing of the project's.
 	{"internal/acptest", "internal/eventually", "internal/layout", "internal/registry", "internal/mcp/mcptest", "internal/sshdtest"},
 }

@@ -1,0 +1,162 @@
+package ipcguard
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// abi is one syscall ABI's numbers; socketcall is -1 where it has none.
+type abi struct {
+	audit                                     uint32
+	socket, socketpair, connect, ioUringSetup uint32
+	socketcall                                int
+	x32                                       bool // refuse x32 calls (amd64's native ABI)
+}
+
+// seccomp_data offsets (little-endian: an argument's low half comes first).
+const (
+	offNr   = 0
+	offArch = 4
+	offArg0 = 16
+	offArg1 = 24
+)
+
+// x32Bit marks an x32 syscall number on amd64.
+const x32Bit = 0x40000000
+
+// Results of the filter.
+const (
+	retAllow  = unix.SECCOMP_RET_ALLOW
+	retNotify = unix.SECCOMP_RET_USER_NOTIF
+)
+
+func retErrno(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e) }
+
+// prog is a classic BPF program under construction, with forward jumps to
+// labels resolved by build.
+type prog struct {
+	ins    []unix.SockFilter
+	labels map[string]int
+	fixes  []fix
+}
+
+// fix is a conditional jump whose targets are labels ("" = next).
+type fix struct {
+	at     int
+	jt, jf string
+}
+
+func (p *prog) op(code uint16, k uint32) { p.ins = append(p.ins, unix.SockFilter{Code: code, K: k}) }
+func (p *prog) load(off uint32)          { p.op(unix.BPF_LD|unix.BPF_W|unix.BPF_ABS, off) }
+func (p *prog) ret(k uint32)             { p.op(unix.BPF_RET|unix.BPF_K, k) }
+func (p *prog) label(name string)        { p.labels[name] = len(p.ins) }
+
+// jump adds `if A <cond> k goto jt else goto jf`.
+func (p *prog) jump(cond uint16, k uint32, jt, jf string) {
+	p.fixes = append(p.fixes, fix{at: len(p.ins), jt: jt, jf: jf})
+	p.op(unix.BPF_JMP|cond|unix.BPF_K, k)
+}
+
+func (p *prog) build() ([]unix.SockFilter, error) {
+	for _, f := range p.fixes {
+		for _, t := range []struct {
+			name string
+			dst  *uint8
+		}{{f.jt, &p.ins[f.at].Jt}, {f.jf, &p.ins[f.at].Jf}} {
+			if t.name == "" {
+				continue
+			}
+			to, ok := p.labels[t.name]
+			d := to - f.at - 1
+			if !ok || d < 0 || d > 255 {
+				return nil, fmt.Errorf("ipcguard: bad jump to %q", t.name)
+			}
+			*t.dst = uint8(d)
+		}
+	}
+	return p.ins, nil
+}
+
+// program is the filter: per ABI, connect(2) goes to the supervisor;
+// socket(2) and socketpair(2) of AF_UNIX types other than SOCK_STREAM
+// and SOCK_SEQPACKET (a datagram socket can send to any path with
+// sendto/sendmsg, which the filter cannot see) and of AF_VSOCK (not
+// confined by a network namespace) fail with EACCES; io_uring_setup(2)
+// (whose requests bypass seccomp) and socketcall(2) (whose arguments it
+// cannot see) fail with ENOSYS; and so does every call of an ABI not
+// listed (x32 included). Everything else is allowed.
+func program(abis []abi) ([]unix.SockFilter, error) {
+	p := &prog{labels: map[string]int{}}
+	p.load(offArch)
+	for i, a := range abis {
+		next := fmt.Sprintf("arch%d", i+1)
+		p.jump(unix.BPF_JEQ, a.audit, "", next)
+		p.load(offNr)
+		if a.x32 {
+			p.jump(unix.BPF_JGE, x32Bit, "nosys", "")
+		}
+		p.jump(unix.BPF_JEQ, a.connect, "notify", "")
+		p.jump(unix.BPF_JEQ, a.socket, "sock", "")
+		p.jump(unix.BPF_JEQ, a.socketpair, "sock", "")
+		p.jump(unix.BPF_JEQ, a.ioUringSetup, "nosys", "")
+		if a.socketcall >= 0 {
+			p.jump(unix.BPF_JEQ, uint32(a.socketcall), "nosys", "")
+		}
+		p.ret(retAllow)
+		p.label(next)
+	}
+	p.ret(retErrno(unix.ENOSYS)) // an ABI not listed
+	p.label("nosys")
+	p.ret(retErrno(unix.ENOSYS))
+	p.label("notify")
+	p.ret(retNotify)
+	p.label("sock")
+	p.load(offArg0)
+	p.jump(unix.BPF_JEQ, unix.AF_VSOCK, "eacces", "")
+	p.jump(unix.BPF_JEQ, unix.AF_UNIX, "", "allow")
+	p.load(offArg1)
+	p.op(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, 0xf) // SOCK_TYPE_MASK
+	p.jump(unix.BPF_JEQ, unix.SOCK_STREAM, "allow", "")
+	p.jump(unix.BPF_JEQ, unix.SOCK_SEQPACKET, "allow", "eacces")
+	p.label("eacces")
+	p.ret(retErrno(unix.EACCES))
+	p.label("allow")
+	p.ret(retAllow)
+	return p.build()
+}
+
+// install loads the filter on the calling thread (only) and returns the
+// listener of its notifications. The thread gets no_new_privs first (a
+// filter needs it without CAP_SYS_ADMIN; bubblewrap sets it anyway).
+func install() (int, error) {
+	if len(arches) == 0 {
+		return -1, fmt.Errorf("ipcguard: no syscall table for %s", runtime.GOARCH)
+	}
+	ins, err := program(arches)
+	if err != nil {
+		return -1, err
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return -1, fmt.Errorf("ipcguard: no_new_privs: %w", err)
+	}
+	fprog := unix.SockFprog{Len: uint16(len(ins)), Filter: &ins[0]}
+	// WAIT_KILLABLE_RECV (Linux 5.19): once the supervisor holds a
+	// notification, only a fatal signal interrupts the call, so a connect
+	// made on the caller's behalf is never one the caller gave up on.
+	flags := []uintptr{unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER}
+	for _, fl := range flags {
+		fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, fl, uintptr(unsafe.Pointer(&fprog)))
+		runtime.KeepAlive(ins)
+		if errno == 0 {
+			return int(fd), nil
+		}
+		if !errors.Is(errno, unix.EINVAL) {
+			return -1, fmt.Errorf("ipcguard: seccomp filter: %w", errno)
+		}
+	}
+	return -1, errors.New("ipcguard: seccomp filter: this kernel has no user notification (Linux 5.0)")
+}

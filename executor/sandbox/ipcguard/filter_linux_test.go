@@ -1,0 +1,103 @@
+package ipcguard
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// run interprets the filter's instructions (the few kinds program emits)
+// on one seccomp_data, as the kernel would.
+func run(t *testing.T, ins []unix.SockFilter, nr, arch uint32, args ...uint64) uint32 {
+	t.Helper()
+	data := make([]byte, 64)
+	binary.LittleEndian.PutUint32(data[offNr:], nr)
+	binary.LittleEndian.PutUint32(data[offArch:], arch)
+	for i, a := range args {
+		binary.LittleEndian.PutUint64(data[offArg0+8*i:], a)
+	}
+	var acc uint32
+	for pc := 0; pc < len(ins); pc++ {
+		in := ins[pc]
+		switch in.Code {
+		case unix.BPF_LD | unix.BPF_W | unix.BPF_ABS:
+			acc = binary.LittleEndian.Uint32(data[in.K:])
+		case unix.BPF_ALU | unix.BPF_AND | unix.BPF_K:
+			acc &= in.K
+		case unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K:
+			taken := acc == in.K
+			if in.Code&0xf0 == unix.BPF_JGE {
+				taken = acc >= in.K
+			}
+			if taken {
+				pc += int(in.Jt)
+			} else {
+				pc += int(in.Jf)
+			}
+		case unix.BPF_RET | unix.BPF_K:
+			return in.K
+		default:
+			t.Fatalf("instruction %d: unexpected code %#x", pc, in.Code)
+		}
+	}
+	t.Fatal("the program ran off its end")
+	return 0
+}
+
+// TestProgramDecisions checks the filter's answer for each call it cares
+// about, and a few it must leave alone, on every ABI of this architecture.
+func TestProgramDecisions(t *testing.T) {
+	ins, err := program(arches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eacces, enosys := retErrno(unix.EACCES), retErrno(unix.ENOSYS)
+	for _, a := range arches {
+		cases := []struct {
+			name string
+			nr   uint32
+			args []uint64
+			want uint32
+		}{
+			{"connect", a.connect, nil, retNotify},
+			{"unix stream socket", a.socket, []uint64{unix.AF_UNIX, unix.SOCK_STREAM | unix.SOCK_CLOEXEC}, retAllow},
+			{"unix seqpacket socket", a.socket, []uint64{unix.AF_UNIX, unix.SOCK_SEQPACKET}, retAllow},
+			{"unix datagram socket", a.socket, []uint64{unix.AF_UNIX, unix.SOCK_DGRAM | unix.SOCK_NONBLOCK}, eacces},
+			{"unix raw socket (a datagram one)", a.socket, []uint64{unix.AF_UNIX, unix.SOCK_RAW}, eacces},
+			{"unix datagram socketpair", a.socketpair, []uint64{unix.AF_UNIX, unix.SOCK_DGRAM}, eacces},
+			{"unix stream socketpair", a.socketpair, []uint64{unix.AF_UNIX, unix.SOCK_STREAM}, retAllow},
+			{"vsock socket", a.socket, []uint64{unix.AF_VSOCK, unix.SOCK_STREAM}, eacces},
+			{"udp socket", a.socket, []uint64{unix.AF_INET, unix.SOCK_DGRAM}, retAllow},
+			{"io_uring_setup", a.ioUringSetup, nil, enosys},
+			{"an unrelated call", 0, nil, retAllow},
+		}
+		if a.socketcall >= 0 {
+			cases = append(cases, struct {
+				name string
+				nr   uint32
+				args []uint64
+				want uint32
+			}{"socketcall", uint32(a.socketcall), nil, enosys})
+		}
+		if a.x32 {
+			cases = append(cases, struct {
+				name string
+				nr   uint32
+				args []uint64
+				want uint32
+			}{"an x32 call", x32Bit | 42, nil, enosys})
+		}
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%#x/%s", a.audit, c.name), func(t *testing.T) {
+				if got := run(t, ins, c.nr, a.audit, c.args...); got != c.want {
+					t.Errorf("got %#x, want %#x", got, c.want)
+				}
+			})
+		}
+	}
+	if got := run(t, ins, 0, 0x12345678); got != enosys {
+		t.Errorf("an unknown ABI: got %#x, want ENOSYS", got)
+	}
+}

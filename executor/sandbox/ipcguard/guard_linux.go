@@ -1,0 +1,244 @@
+package ipcguard
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+)
+
+// Config configures New.
+type Config struct {
+	// Logger receives a line per refused connect (Info) and the
+	// supervisor's own failures (Warn); nil means none.
+	Logger *zap.Logger
+}
+
+// Guard is the filter and its supervisor. Its zero value is not usable:
+// make one with New.
+type Guard struct {
+	log     *zap.Logger
+	hostTmp uint64 // st_dev of the daemon's own /tmp; 0 when it has none
+
+	mu       sync.Mutex
+	listener int // -1 until Install
+	closed   bool
+	wakeR    int // Close writes to wakeW; the loop polls wakeR
+	wakeW    int
+	loopDone chan struct{}
+	handlers sync.WaitGroup
+	answered atomic.Uint64
+	inflight atomic.Int64
+	// maxInflight bounds the connects answered at once (each may block a
+	// thread of the daemon); the one over it is answered EAGAIN at once.
+	maxInflight int64
+	hold        func() // tests: run by each handler before it decides
+}
+
+// maxInflight is Guard.maxInflight: enough for any build's parallelism,
+// few enough that a flood of connects to a listener that never accepts
+// cannot exhaust the daemon's threads.
+const maxInflight = 256
+
+// New returns a Guard that is not installed yet. It makes no system call
+// beyond a stat of /tmp.
+func New(cfg Config) *Guard {
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	g := &Guard{log: log, listener: -1, wakeR: -1, wakeW: -1, maxInflight: maxInflight}
+	var st unix.Stat_t
+	if unix.Stat("/tmp", &st) == nil {
+		g.hostTmp = st.Dev
+	}
+	return g
+}
+
+// ErrClosed is returned by Install after Close.
+var ErrClosed = errors.New("ipcguard: closed")
+
+// Install loads the filter on the calling OS thread and starts the
+// supervisor. The thread must be locked to its goroutine for good (never
+// unlocked: the Go runtime then ends it with the goroutine, and never
+// clones a new thread from it) and must start nothing but sandboxes: every
+// process it starts from then on, and all of theirs, are filtered, for
+// life. Install fails (and loads nothing) where the kernel lacks what the
+// supervisor needs: seccomp user notification, pidfd_getfd and openat2
+// (Linux 5.6). It may succeed once per Guard.
+func (g *Guard) Install() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.closed:
+		return ErrClosed
+	case g.listener >= 0:
+		return errors.New("ipcguard: installed twice")
+	}
+	if err := kernelSupport(); err != nil {
+		return err
+	}
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		return fmt.Errorf("ipcguard: pipe: %w", err)
+	}
+	fd, err := install()
+	if err != nil {
+		unix.Close(p[0])
+		unix.Close(p[1])
+		return err
+	}
+	g.listener, g.wakeR, g.wakeW = fd, p[0], p[1]
+	g.loopDone = make(chan struct{})
+	go g.loop()
+	return nil
+}
+
+// kernelSupport checks for pidfd_getfd and openat2 by calling them with
+// arguments that fail before doing anything: ENOSYS means absent.
+func kernelSupport() error {
+	if _, err := unix.PidfdGetfd(-1, 0, 0); errors.Is(err, unix.ENOSYS) {
+		return errors.New("ipcguard: this kernel has no pidfd_getfd (Linux 5.6)")
+	}
+	if _, err := unix.Openat2(-1, "", &unix.OpenHow{}); errors.Is(err, unix.ENOSYS) {
+		return errors.New("ipcguard: this kernel has no openat2 (Linux 5.6)")
+	}
+	return nil
+}
+
+// Close stops the supervisor. A filtered process still running then gets
+// ENOSYS from connect(2): the guard fails closed. Close returns once the
+// supervisor stopped taking notifications; connects it is still making on a
+// process's behalf finish on their own.
+func (g *Guard) Close() error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	done := g.loopDone
+	if g.wakeW >= 0 {
+		_, _ = unix.Write(g.wakeW, []byte{0})
+	}
+	g.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	<-done
+	go func() {
+		// The listener and the pipe stay open until the last answer is sent,
+		// so no answer can land on a reused descriptor.
+		g.handlers.Wait()
+		unix.Close(g.listener)
+		unix.Close(g.wakeR)
+		unix.Close(g.wakeW)
+	}()
+	return nil
+}
+
+// seccompData, notif and notifResp are the kernel's struct seccomp_data,
+// seccomp_notif and seccomp_notif_resp.
+type seccompData struct {
+	Nr   int32
+	Arch uint32
+	IP   uint64
+	Args [6]uint64
+}
+
+type notif struct {
+	ID    uint64
+	Pid   uint32
+	Flags uint32
+	Data  seccompData
+}
+
+type notifResp struct {
+	ID    uint64
+	Val   int64
+	Error int32
+	Flags uint32
+}
+
+// loop takes notifications until Close, or until no process uses the
+// filter any more (the listener hangs up), and answers each on a goroutine
+// of its own: a connect made on a process's behalf may block.
+func (g *Guard) loop() {
+	defer close(g.loopDone)
+	for {
+		fds := []unix.PollFd{{Fd: int32(g.listener), Events: unix.POLLIN}, {Fd: int32(g.wakeR), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, -1); err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			g.log.Warn("ipcguard: poll", zap.Error(err))
+			return
+		}
+		if fds[1].Revents != 0 {
+			return
+		}
+		if fds[0].Revents&unix.POLLIN == 0 {
+			return // POLLHUP: no filtered process is left, nor the thread
+		}
+		var n notif
+		if err := ioctl(g.listener, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n)); err != nil {
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINTR) {
+				continue // the caller was interrupted or died
+			}
+			g.log.Warn("ipcguard: receive", zap.Error(err))
+			return
+		}
+		if g.inflight.Add(1) > g.maxInflight {
+			g.inflight.Add(-1)
+			g.send(n.ID, unix.EAGAIN)
+			continue
+		}
+		g.handlers.Add(1)
+		go func() {
+			defer g.handlers.Done()
+			defer g.inflight.Add(-1)
+			if g.hold != nil {
+				g.hold()
+			}
+			g.send(n.ID, g.decide(n))
+		}()
+	}
+}
+
+// Answered is how many connects the supervisor has answered so far.
+func (g *Guard) Answered() uint64 { return g.answered.Load() }
+
+// send answers notification id with errno (0: success); a caller that
+// went away in the meantime (ENOENT) needs no answer.
+func (g *Guard) send(id uint64, errno unix.Errno) {
+	resp := notifResp{ID: id}
+	if errno != 0 {
+		resp.Error = -int32(errno)
+	}
+	g.answered.Add(1)
+	if err := ioctl(g.listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp)); err != nil && !errors.Is(err, unix.ENOENT) {
+		g.log.Warn("ipcguard: answer", zap.Error(err))
+	}
+}
+
+// idValid reports whether notification id still waits for its answer.
+func (g *Guard) idValid(id uint64) bool {
+	return ioctl(g.listener, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&id)) == nil
+}
+
+func ioctl(fd int, req uint, arg unsafe.Pointer) error {
+	for {
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(req), uintptr(arg))
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return e
+		}
+		return nil
+	}
+}
