@@ -72,6 +72,7 @@ func (t *bash) Run(ctx context.Context, call Call) event.Result {
 		return errorResult(err)
 	}
 	spec, err := t.ex.Resolve(t.request(args, call))
+	spec.AllowNewRepository = call.NewRepository
 	if err != nil {
 		return errorResult(fmt.Errorf("cannot run command: %w", err))
 	}

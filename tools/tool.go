@@ -126,6 +126,10 @@ type Call struct {
 	// it looks read-only runs at executor.LevelReadOnly); empty means
 	// Session.Level. A tool that runs no commands ignores it.
 	Level executor.Level
+	// NewRepository lets the call's commands create a git repository at the
+	// workspace root (executor.Spec.AllowNewRepository): set when the user
+	// approved a command that does (a `git init`), or typed it (`!`).
+	NewRepository bool
 }
 
 // CardKind says which card a UI should draw.

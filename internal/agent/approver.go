@@ -56,6 +56,10 @@ type Approval struct {
 	// Level, with Verdict Allow, is the sandbox level the call's commands
 	// run at (tools.Call.Level); empty means the session's level.
 	Level executor.Level
+	// NewRepository, with Verdict Allow, lets the call create a git
+	// repository where the sandbox otherwise keeps one from being made
+	// (tools.Call.NewRepository): the user approved a `git init`.
+	NewRepository bool
 	// Ask, with Verdict Ask, puts the question to the user and blocks until
 	// the answer (or ctx's end); it returns an Approval whose Verdict is
 	// not Ask. The loop calls it once, after the call's card opened.

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/internal/event"
+	"github.com/dsh-acp/dsh-acp/internal/permission"
 )
 
 // DirectTool is the tool a direct command runs with.
@@ -45,7 +46,8 @@ func (s *Session) RunDirect(ctx context.Context, command string) (event.StopReas
 	s.recordAll(append(opening, call)...)
 	res, stop := errorResult("the bash tool is not available in this session"), event.EndTurn
 	if tool, ok := s.box.Lookup(DirectTool); ok {
-		res = s.runTool(ctx, tool, call, "")
+		// The user typed it: a `git init` of theirs may make the repository.
+		res = s.runTool(ctx, tool, call, "", permission.CreatesRepository(command))
 		if ctx.Err() != nil {
 			res, stop = cancelledResult(res), event.Cancelled
 		}

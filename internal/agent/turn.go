@@ -287,7 +287,7 @@ func (s *Session) runCall(ctx context.Context, call event.ToolCall) (res event.R
 		}
 		return event.Result{Text: reason, IsError: true, Declined: shown}, false
 	}
-	res = s.runTool(ctx, tool, call, a.Level)
+	res = s.runTool(ctx, tool, call, a.Level, a.NewRepository)
 	if ctx.Err() != nil {
 		return cancelledResult(res), true
 	}
@@ -325,7 +325,7 @@ func (s *Session) approve(ctx context.Context, call event.ToolCall) Approval {
 // runTool runs a tool at the sandbox level the permission step chose
 // (empty: the session's), streaming its output as ToolOutput events. A
 // panic in the tool becomes an error result rather than the daemon's end.
-func (s *Session) runTool(ctx context.Context, tool tools.Tool, call event.ToolCall, level executor.Level) (res event.Result) {
+func (s *Session) runTool(ctx context.Context, tool tools.Tool, call event.ToolCall, level executor.Level, newRepo bool) (res event.Result) {
 	start := time.Now()
 	defer func() {
 		if p := recover(); p != nil {
@@ -341,6 +341,8 @@ func (s *Session) runTool(ctx context.Context, tool tools.Tool, call event.ToolC
 		Session: s.toolSession(),
 		Output:  s.outputSink(call),
 		Level:   level,
+		// A call the user approved knowingly may create a repository.
+		NewRepository: newRepo,
 	})
 }
 

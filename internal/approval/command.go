@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"context"
 	"fmt"
 
 	"go.uber.org/zap"
@@ -52,7 +53,24 @@ func (p *Policy) judgeCommand(s tools.Session, call event.ToolCall, need tools.N
 			}
 		}
 	}
-	return p.ask(q)
+	a := p.ask(q)
+	if v.CreatesRepository {
+		a = mayCreateRepository(a)
+	}
+	return a
+}
+
+// mayCreateRepository marks an approval about a command that creates a git
+// repository (permission.Verdict.CreatesRepository) so that, once the user
+// allows it, the sandbox lets the repository be made.
+func mayCreateRepository(a agent.Approval) agent.Approval {
+	ask := a.Ask
+	a.Ask = func(ctx context.Context) agent.Approval {
+		answer := ask(ctx)
+		answer.NewRepository = answer.Verdict == agent.Allow
+		return answer
+	}
+	return a
 }
 
 // commandOptions are Allow once, Always allow (for the session and, to

@@ -37,6 +37,11 @@ func (an *analysis) createsRepository() bool {
 	return false
 }
 
+// CreatesRepository reports whether command runs `git init` (or a git
+// whose subcommand is known only at run time): what a command the user
+// typed needs to be let create a repository at a confined level.
+func CreatesRepository(command string) bool { return analyze(command).createsRepository() }
+
 // askForRepository turns an auto-mode Allow of a line that creates a
 // repository into a question.
 func askForRepository(an *analysis, v Verdict) Verdict {
