@@ -28,6 +28,7 @@ var layers = [][]string{
 	{"presentation"},
 	{"replay"},
 	{"tools"},
+	{"internal/changes"},
 	{"internal/permission"},
 	{"executor/sandbox", "executor/ssh"},
 	{"executor/local"},
