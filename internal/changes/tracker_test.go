@@ -134,7 +134,7 @@ func TestCommandsThatWrite(t *testing.T) {
 			}
 			cases := []struct {
 				command, want string
-				check      func(ev event.FileChanges)
+				check         func(ev event.FileChanges)
 			}{
 				{"sed -i 's/two/TWO/' notes.txt", "modified notes.txt", func(ev event.FileChanges) {
 					c := ev.Files[0]
