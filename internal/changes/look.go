@@ -21,6 +21,7 @@ var errRescan = errors.New("rules changed: look at everything")
 // nothing is a change.
 func (sc *scanner) look(s *Snapshot) (*Snapshot, []event.FileChange, error) {
 	if s == nil {
+		sc.ignore = newIgnorer(sc.root) // the rules above the tree, read once, off the prompt's path
 		sc.resetWatcher()
 		n, err := sc.scan(nil)
 		return n, nil, err

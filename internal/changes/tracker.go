@@ -2,6 +2,7 @@ package changes
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"sync"
 
@@ -56,6 +57,10 @@ type Tracker struct {
 	pending map[string]event.FileChange // changes seen while background tasks ran
 	tasks   map[string]string           // running tracked task → its call
 	early   map[string]bool             // tasks done before StartTask
+	closed  bool
+
+	heldMu sync.Mutex
+	held   map[string]event.FileChanges // by call: waiting for the call's ToolResult
 
 	hist history
 
@@ -77,7 +82,7 @@ func NewTracker(opt Options) *Tracker {
 	}
 	opt.Dir = filepath.Clean(opt.Dir)
 	sc := &scanner{root: opt.Dir, store: opt.Store, maxKept: opt.MaxKept, maxFiles: opt.MaxFiles,
-		ignore: newIgnorer(opt.Dir), exclude: map[string]bool{}}
+		ignore: &ignorer{sets: map[string]*ignoreSet{}}, exclude: map[string]bool{}}
 	for _, x := range opt.Exclude {
 		if rel, err := filepath.Rel(opt.Dir, x); err == nil && rel != "." && filepath.IsLocal(rel) {
 			sc.exclude[filepath.ToSlash(rel)] = true
@@ -85,7 +90,7 @@ func NewTracker(opt Options) *Tracker {
 	}
 	return &Tracker{opt: opt, primed: make(chan struct{}), sc: sc,
 		pending: map[string]event.FileChange{}, tasks: map[string]string{}, early: map[string]bool{},
-		hist: history{known: map[string]int{}}}
+		held: map[string]event.FileChanges{}, hist: history{known: map[string]int{}}}
 }
 
 // Dir is the tracked directory.
@@ -120,13 +125,20 @@ func (t *Tracker) Wait(ctx context.Context) error {
 // tracked background task runs, whose changes it then is. It waits for the
 // first snapshot. An error means the command runs untracked.
 func (t *Tracker) Begin(ctx context.Context) error {
+	t.release()
 	if err := t.Wait(ctx); err != nil {
 		return err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
 	return t.refresh()
 }
+
+// ErrClosed is returned by Begin after Close.
+var ErrClosed = errors.New("change tracker closed")
 
 // refresh looks at the tree; changes since the last look go to pending
 // while tracked tasks run, else they are no one's. t.mu is held.
@@ -156,12 +168,17 @@ func (t *Tracker) addPending(cs []event.FileChange) {
 	}
 }
 
-// End finds what the command of call changed since its Begin and emits it
-// as one FileChanges event (ID "changes-"+call), which it returns; ok is
-// false when nothing changed (nothing is emitted) or the tree could not be
-// scanned.
+// End finds what the command of call changed since its Begin and returns
+// it as one FileChanges event (ID "changes-"+call); ok is false when
+// nothing changed or the tree could not be looked at. The event is held
+// until the call's ToolResult passes through Sink, and emitted right after
+// it (or, failing that, before the next Begin, TaskDone or Undo).
 func (t *Tracker) End(call string) (ev event.FileChanges, ok bool) {
 	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return event.FileChanges{}, false
+	}
 	first := t.base == nil
 	s, files, err := t.sc.look(t.base)
 	if err == nil {
@@ -175,8 +192,35 @@ func (t *Tracker) End(call string) (ev event.FileChanges, ok bool) {
 		return event.FileChanges{}, false
 	}
 	ev = event.FileChanges{ID: "changes-" + call, Call: call, Dir: t.opt.Dir, Files: files}
-	t.emit(ev)
+	t.hist.record(ev)
+	t.heldMu.Lock()
+	t.held[call] = ev
+	t.heldMu.Unlock()
 	return ev, true
+}
+
+// take removes and returns the event held for call.
+func (t *Tracker) take(call string) (event.FileChanges, bool) {
+	t.heldMu.Lock()
+	defer t.heldMu.Unlock()
+	ev, ok := t.held[call]
+	delete(t.held, call)
+	return ev, ok
+}
+
+// release emits what is still held (a call whose ToolResult never came
+// through Sink).
+func (t *Tracker) release() {
+	t.heldMu.Lock()
+	var evs []event.FileChanges
+	for call, ev := range t.held {
+		evs = append(evs, ev)
+		delete(t.held, call)
+	}
+	t.heldMu.Unlock()
+	for _, ev := range evs {
+		t.opt.Sink.Emit(ev)
+	}
 }
 
 // StartTask says that the command of call, begun with Begin, is now the
@@ -199,7 +243,12 @@ func (t *Tracker) StartTask(task, call string) {
 // before its StartTask is remembered; call it for this session's tasks
 // only. It scans, so it must not run on a goroutine that may not block.
 func (t *Tracker) TaskDone(task string) {
+	t.release()
 	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
 	call, ok := t.tasks[task]
 	if !ok {
 		t.early[task] = true
@@ -227,16 +276,61 @@ func (t *Tracker) emit(ev event.FileChanges) {
 	t.opt.Sink.Emit(ev)
 }
 
-// Emit observes the session's events, live or replayed: a UserPrompt
-// starts a turn, a FileChanges is a change /undo may take back (or an undo
-// that took some back). An event seen twice counts once.
-func (t *Tracker) Emit(ev event.Event) {
+// Observe learns from the session's events, replayed (session/load): a
+// UserPrompt starts a turn, a FileChanges is a change /undo may take back
+// (or an undo that took some back). An event seen twice counts once. Live
+// events go through Sink, which observes them the same way.
+func (t *Tracker) Observe(ev event.Event) {
 	switch e := ev.(type) {
 	case event.UserPrompt:
 		t.hist.newTurn()
 	case event.FileChanges:
 		t.hist.record(e)
 	}
+}
+
+// Sink is the sink the session's live events go through (the agent's): it
+// passes each to Options.Sink, observes it (Observe), and puts the
+// FileChanges a call's End held right after that call's ToolResult — in
+// the same batch, when the ToolResult comes in one — so the change card
+// follows the command's card, in the journal and on the screen.
+func (t *Tracker) Sink() event.BatchSink { return trackerSink{t} }
+
+type trackerSink struct{ t *Tracker }
+
+func (s trackerSink) Emit(ev event.Event) {
+	s.t.Observe(ev)
+	if r, ok := ev.(event.ToolResult); ok {
+		if fc, ok := s.t.take(r.ID); ok {
+			event.EmitAll(s.t.opt.Sink, ev, fc)
+			return
+		}
+	}
+	s.t.opt.Sink.Emit(ev)
+}
+
+func (s trackerSink) EmitBatch(evs []event.Event) {
+	var out []event.Event // nil until a change is put in
+	for i, ev := range evs {
+		s.t.Observe(ev)
+		var fc event.FileChanges
+		held := false
+		if r, ok := ev.(event.ToolResult); ok {
+			fc, held = s.t.take(r.ID)
+		}
+		switch {
+		case held && out == nil:
+			out = append(append(make([]event.Event, 0, len(evs)+1), evs[:i+1]...), fc)
+		case held:
+			out = append(out, ev, fc)
+		case out != nil:
+			out = append(out, ev)
+		}
+	}
+	if out == nil {
+		out = evs
+	}
+	event.EmitAll(s.t.opt.Sink, out...)
 }
 
 // Defer registers f to run at Close (a subscription to end).
@@ -250,6 +344,7 @@ func (t *Tracker) Defer(f func()) {
 // is not used after.
 func (t *Tracker) Close() {
 	t.mu.Lock()
+	t.closed = true
 	t.sc.w.close()
 	t.sc.w, t.sc.noWatch = nil, true
 	t.mu.Unlock()

@@ -2,6 +2,7 @@ package changes
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,12 @@ import (
 type collector struct {
 	mu  sync.Mutex
 	evs []event.FileChanges
+}
+
+func (c *collector) EmitBatch(evs []event.Event) {
+	for _, ev := range evs {
+		c.Emit(ev)
+	}
 }
 
 func (c *collector) Emit(ev event.Event) {
@@ -94,7 +101,9 @@ func (f *fixture) run(id, command string) (event.FileChanges, bool) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		f.t.Fatalf("%s: %v\n%s", command, err, out)
 	}
-	return f.tr.End(id)
+	ev, ok := f.tr.End(id)
+	f.tr.Sink().Emit(event.ToolResult{ID: id}) // what the agent does next: the held change follows
+	return ev, ok
 }
 
 func (f *fixture) text(hash string) string {
@@ -265,5 +274,103 @@ func TestFirstChangedLine(t *testing.T) {
 		if got := FirstChangedLine([]byte(c.old), []byte(c.new)); got != c.want {
 			t.Errorf("%q → %q: line %d, want %d", c.old, c.new, got, c.want)
 		}
+	}
+}
+
+// The change follows its call's ToolResult, inside the same batch; a
+// change whose ToolResult never came is emitted before the next command.
+func TestSinkPutsTheChangeAfterItsResult(t *testing.T) {
+	f := newFixture(t)
+	var got []string
+	rec := event.SinkFunc(func(ev event.Event) { got = append(got, fmt.Sprintf("%T", ev)) })
+	f.tr.Close()
+	f.tr = NewTracker(Options{Dir: f.dir, Store: f.store, Sink: batchRecorder{rec, &got}})
+	defer f.tr.Close()
+	ctx := context.Background()
+	f.tr.Begin(ctx)
+	f.write("a.txt", "a")
+	f.tr.End("c1")
+	f.tr.Sink().EmitBatch([]event.Event{event.ToolResult{ID: "c1"}, event.TurnEnd{}})
+	if want := "batch[event.ToolResult event.FileChanges event.TurnEnd]"; strings.Join(got, " ") != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	got = nil
+	f.tr.Begin(ctx)
+	f.write("b.txt", "b")
+	f.tr.End("c2")
+	f.tr.Begin(ctx)
+	if want := "event.FileChanges"; strings.Join(got, " ") != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+type batchRecorder struct {
+	event.SinkFunc
+	got *[]string
+}
+
+func (b batchRecorder) EmitBatch(evs []event.Event) {
+	var names []string
+	for _, ev := range evs {
+		names = append(names, fmt.Sprintf("%T", ev))
+	}
+	*b.got = append(*b.got, "batch["+strings.Join(names, " ")+"]")
+}
+
+// Tracking needs no git binary: with nothing on PATH, a repository's
+// ignore rules still apply.
+func TestNoGitOnPath(t *testing.T) {
+	f := newFixture(t)
+	if err := os.MkdirAll(filepath.Join(f.dir, ".git", "info"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.write(".git/info/exclude", "secret.txt\n")
+	f.write(".gitignore", "*.tmp\n")
+	t.Setenv("PATH", t.TempDir())
+	ctx := context.Background()
+	if err := f.tr.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.write("a.tmp", "x")
+	f.write("secret.txt", "x")
+	f.write("kept.go", "x")
+	ev, _ := f.tr.End("c1")
+	if got := summary(ev); got != "created kept.go" {
+		t.Errorf("got %q", got)
+	}
+}
+
+// The session directory below a repository's root gets the rules of the
+// .gitignore files above it.
+func TestRulesAboveTheDirectory(t *testing.T) {
+	base := t.TempDir()
+	repo := filepath.Join(base, "repo")
+	dir := filepath.Join(repo, "sub", "project")
+	if err := os.MkdirAll(filepath.Join(repo, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(repo, ".gitignore"), []byte("*.log\nsub/project/gen/\n"), 0o644)
+	state := filepath.Join(base, "state")
+	os.Mkdir(state, 0o700)
+	st, err := OpenStore(state, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tr := NewTracker(Options{Dir: dir, Store: st})
+	defer tr.Close()
+	if err := tr.Begin(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "gen"), 0o755)
+	for _, n := range []string{"x.log", "gen/y.go", "z.go"} {
+		os.WriteFile(filepath.Join(dir, n), []byte("1"), 0o644)
+	}
+	ev, _ := tr.End("c")
+	if got := summary(ev); got != "created z.go" {
+		t.Errorf("got %q", got)
 	}
 }

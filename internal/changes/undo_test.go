@@ -15,9 +15,9 @@ func TestUndoNewestFirst(t *testing.T) {
 	f := newFixture(t)
 	f.write("notes.txt", "v1\n")
 	f.write("gone.txt", "keep me\n")
-	f.tr.Emit(event.UserPrompt{Text: "first"})
+	f.tr.Observe(event.UserPrompt{Text: "first"})
 	f.run("c1", "echo v2 > notes.txt && rm gone.txt")
-	f.tr.Emit(event.UserPrompt{Text: "second"})
+	f.tr.Observe(event.UserPrompt{Text: "second"})
 	f.run("c2", "echo v3 > notes.txt && echo new > created.txt")
 	ctx := context.Background()
 
@@ -82,12 +82,12 @@ func TestUndoRefusesAFileChangedSince(t *testing.T) {
 func TestUndoTurn(t *testing.T) {
 	f := newFixture(t)
 	f.write("a.txt", "a1\n")
-	f.tr.Emit(event.UserPrompt{Text: "one"})
+	f.tr.Observe(event.UserPrompt{Text: "one"})
 	f.run("c1", "echo a2 > a.txt")
-	f.tr.Emit(event.UserPrompt{Text: "two"})
+	f.tr.Observe(event.UserPrompt{Text: "two"})
 	f.run("c2", "echo a3 > a.txt")
 	f.run("c3", "echo b > b.txt")
-	f.tr.Emit(event.UserPrompt{Text: "three: changes nothing"})
+	f.tr.Observe(event.UserPrompt{Text: "three: changes nothing"})
 	f.tr.Undo(context.Background(), "turn")
 	if f.read("a.txt") != "a2\n" || !strings.HasPrefix(f.read("b.txt"), "<") {
 		t.Fatalf("a %q b %q", f.read("a.txt"), f.read("b.txt"))
@@ -120,7 +120,7 @@ func TestUndoAfterReplay(t *testing.T) {
 	g.tr = NewTracker(Options{Dir: f.dir, Store: f.store, Sink: g.sink})
 	defer g.tr.Close()
 	for _, ev := range journal {
-		g.tr.Emit(ev)
+		g.tr.Observe(ev)
 	}
 	g.tr.Undo(context.Background(), "")
 	if g.read("a.txt") != "a1\n" {
@@ -139,7 +139,7 @@ func TestUndoRefusesPathsOutside(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, _ := f.store.Put([]byte("safe\n"))
-	f.tr.Emit(event.FileChanges{ID: "changes-evil", Dir: f.dir, Files: []event.FileChange{
+	f.tr.Observe(event.FileChanges{ID: "changes-evil", Dir: f.dir, Files: []event.FileChange{
 		{Path: "../victim.txt", Op: event.ChangeCreated, New: h},
 	}})
 	reply := f.tr.Undo(context.Background(), "")
