@@ -21,10 +21,7 @@ var errRescan = errors.New("rules changed: look at everything")
 // nothing is a change.
 func (sc *scanner) look(s *Snapshot) (*Snapshot, []event.FileChange, error) {
 	if s == nil {
-		sc.ignore = newIgnorer(sc.root) // the rules above the tree, read once, off the prompt's path
-		sc.resetWatcher()
-		n, err := sc.scan(nil)
-		return n, nil, err
+		return sc.first()
 	}
 	if sc.w != nil && !sc.w.broken {
 		dirty := map[string]map[string]bool{}
@@ -41,6 +38,27 @@ func (sc *scanner) look(s *Snapshot) (*Snapshot, []event.FileChange, error) {
 		return s, nil, err
 	}
 	return n, diff(sc.store, s, n), nil
+}
+
+// first is the first look: every file read, their contents kept in one
+// pack (one file written, not one per content).
+func (sc *scanner) first() (*Snapshot, []event.FileChange, error) {
+	sc.ignore = newIgnorer(sc.root) // the rules above the tree, read once, off the prompt's path
+	sc.resetWatcher()
+	pack, err := sc.store.NewPack()
+	if err == nil {
+		sc.pack = pack
+		defer func() { sc.pack = nil }()
+	}
+	n, err := sc.scan(nil)
+	if sc.pack != nil {
+		if err != nil {
+			sc.pack.Abort()
+		} else if err = sc.pack.Close(); err != nil {
+			n = nil
+		}
+	}
+	return n, nil, err
 }
 
 // resetWatcher starts watching afresh (the next full look adds every

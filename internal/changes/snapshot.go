@@ -93,8 +93,9 @@ type scanner struct {
 	err     error
 	reads   int // files read, over the scanner's life (for tests)
 
-	w       *watcher // nil: look at every file each time
-	noWatch bool     // watching failed for lack of watches: never again
+	pack    *PackWriter // where a first look keeps contents; nil: loose
+	w       *watcher    // nil: look at every file each time
+	noWatch bool        // watching failed for lack of watches: never again
 	// collect: note the files a walk adds (in added), for a look that
 	// walks a new directory.
 	collect bool
@@ -266,7 +267,11 @@ func (sc *scanner) read(dirfd int, name string, key statKey) (entry, bool) {
 	if int64(len(data)) != key.size {
 		key.size = -1 // it changed while read: read it again next time
 	}
-	hash, err := sc.store.Put(data)
+	put := sc.store.Put
+	if sc.pack != nil {
+		put = sc.pack.Put
+	}
+	hash, err := put(data)
 	if err != nil {
 		sc.err = fmt.Errorf("keep %s: %w", name, err)
 		return entry{}, false

@@ -30,7 +30,8 @@ var ErrNotKept = errors.New("content not kept")
 
 // Store is a content-addressed store of file contents under the state dir:
 // each content once, named by its SHA-256 (lowercase hex), in
-// objects/<2 hex>/<62 hex>. It is shared by every session of a daemon (and
+// objects/<2 hex>/<62 hex>, or in a pack (packs/*.pack: many contents in
+// one file, written by a tree's first look; see NewPack). It is shared by every session of a daemon (and
 // by daemons sharing the state dir), for the change cards and /undo. Safe
 // for concurrent use.
 type Store struct {
@@ -38,10 +39,14 @@ type Store struct {
 	dir     string
 	objects *os.File // the objects directory, for the *at calls
 
-	mu    sync.Mutex
-	fans  map[string]int  // fan-out directory → open fd
-	known map[string]bool // held on disk and touched by this process
-	added int64           // bytes written by this process
+	mu      sync.Mutex
+	fans    map[string]int  // fan-out directory → open fd
+	known   map[string]bool // held on disk and touched by this process
+	added   int64           // bytes written by this process
+	packed  map[[sha256.Size]byte]packLoc
+	touched map[string]bool // packs touched by this process
+
+	packsOnce sync.Once
 }
 
 // OpenStore opens (creating it) the store under stateDir, which must
@@ -54,16 +59,19 @@ func OpenStore(stateDir string, maxAge time.Duration) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open change store: %w", err)
 	}
-	if err := root.Mkdir("objects", 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		root.Close()
-		return nil, fmt.Errorf("open change store: %w", err)
+	for _, d := range []string{"objects", "packs"} {
+		if err := root.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			root.Close()
+			return nil, fmt.Errorf("open change store: %w", err)
+		}
 	}
 	objects, err := root.Open("objects")
 	if err != nil {
 		root.Close()
 		return nil, fmt.Errorf("open change store: %w", err)
 	}
-	s := &Store{root: root, dir: dir, objects: objects, fans: map[string]int{}, known: map[string]bool{}}
+	s := &Store{root: root, dir: dir, objects: objects, fans: map[string]int{}, known: map[string]bool{},
+		packed: map[[sha256.Size]byte]packLoc{}, touched: map[string]bool{}}
 	if maxAge <= 0 {
 		maxAge = DefaultMaxAge
 	}
@@ -112,11 +120,10 @@ func Hash(data []byte) string {
 // written again (its time is refreshed once per process, so a sweep
 // spares what is in use).
 func (s *Store) Put(data []byte) (string, error) {
-	h := Hash(data)
-	s.mu.Lock()
-	known := s.known[h]
-	s.mu.Unlock()
-	if known {
+	sum := sha256.Sum256(data)
+	h := hex.EncodeToString(sum[:])
+	s.loadPacks()
+	if s.holds(h, sum) {
 		return h, nil
 	}
 	fan, err := s.fan(h)
@@ -166,15 +173,15 @@ func (s *Store) Get(hash string) ([]byte, error) {
 	if !validHash(hash) {
 		return nil, fmt.Errorf("%w: bad name %q", ErrNotKept, hash)
 	}
+	var data []byte
 	f, err := s.root.Open(objectName(hash))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s", ErrNotKept, hash)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		data, err = s.getPacked(hash)
+	case err == nil:
+		data, err = io.ReadAll(f)
+		f.Close()
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(f)
 	if err == nil && Hash(data) != hash {
 		return nil, fmt.Errorf("%w: %s is damaged", ErrNotKept, hash)
 	}
@@ -188,14 +195,14 @@ func (s *Store) Added() int64 {
 	return s.added
 }
 
-// Sweep removes the contents (and leftover temporary files) last used
-// before cutoff, and returns how many it removed.
+// Sweep removes the contents and packs (and leftover temporary files)
+// last used before cutoff, and returns how many it removed.
 func (s *Store) Sweep(cutoff time.Time) int {
+	removed := s.sweepPacks(cutoff)
 	fans, err := readDir(s.root, "objects")
 	if err != nil {
-		return 0
+		return removed
 	}
-	removed := 0
 	for _, fan := range fans {
 		if !fan.IsDir() {
 			continue

@@ -89,3 +89,41 @@ func TestStoreRefusesUnsafeDir(t *testing.T) {
 		t.Error("a symlinked store was opened")
 	}
 }
+
+// A first look keeps the tree in one pack; a second session's first look
+// (another store on the same directory) writes nothing; the contents are
+// read back from the pack.
+func TestFirstLookPacks(t *testing.T) {
+	f := newFixture(t)
+	makeTree(t, f.dir, 120, 0)
+	if err := f.tr.Wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	packs, _ := filepath.Glob(filepath.Join(f.store.dir, "packs", "*.pack"))
+	loose, _ := filepath.Glob(filepath.Join(f.store.dir, "objects", "*", "*"))
+	if len(packs) != 1 || len(loose) != 0 {
+		t.Fatalf("%d packs, %d loose contents after the first look", len(packs), len(loose))
+	}
+	st, err := OpenStore(filepath.Dir(f.store.dir), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tr := NewTracker(Options{Dir: f.dir, Store: st})
+	defer tr.Close()
+	if err := tr.Wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st.Added() != 0 {
+		t.Errorf("a second first look wrote %d bytes", st.Added())
+	}
+	want, _ := os.ReadFile(filepath.Join(f.dir, "src/d0/e0/f7.go"))
+	if b, err := st.Get(Hash(want)); err != nil || string(b) != string(want) {
+		t.Errorf("from the pack: %q %v", b, err)
+	}
+	// A command's change still finds the old text in the pack.
+	ev, _ := f.run("c", "echo new > src/d0/e0/f7.go")
+	if len(ev.Files) != 1 || f.text(ev.Files[0].Old) != string(want) {
+		t.Errorf("change %+v", ev)
+	}
+}

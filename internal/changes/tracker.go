@@ -36,6 +36,9 @@ type Options struct {
 	// Exclude are absolute paths under Dir never tracked (the state dir,
 	// when it lies under Dir).
 	Exclude []string
+	// NoWatch looks at every file each time (with the stat cache), as
+	// where inotify is missing; for tests and benchmarks.
+	NoWatch bool
 }
 
 // Tracker tracks what commands do to the files of one session's directory.
@@ -82,7 +85,7 @@ func NewTracker(opt Options) *Tracker {
 	}
 	opt.Dir = filepath.Clean(opt.Dir)
 	sc := &scanner{root: opt.Dir, store: opt.Store, maxKept: opt.MaxKept, maxFiles: opt.MaxFiles,
-		ignore: &ignorer{sets: map[string]*ignoreSet{}}, exclude: map[string]bool{}}
+		ignore: &ignorer{sets: map[string]*ignoreSet{}}, exclude: map[string]bool{}, noWatch: opt.NoWatch}
 	for _, x := range opt.Exclude {
 		if rel, err := filepath.Rel(opt.Dir, x); err == nil && rel != "." && filepath.IsLocal(rel) {
 			sc.exclude[filepath.ToSlash(rel)] = true
