@@ -96,6 +96,11 @@ func NewTracker(opt Options) *Tracker {
 		held: map[string]event.FileChanges{}, hist: history{known: map[string]int{}}}
 }
 
+// SetSink sets Options.Sink, for a caller whose sink is built after the
+// tracker (the session's fanout holds a presenter that holds the toolbox
+// that holds the tracker). Call it before the first command.
+func (t *Tracker) SetSink(s event.Sink) { t.opt.Sink = s }
+
 // Dir is the tracked directory.
 func (t *Tracker) Dir() string { return t.opt.Dir }
 
