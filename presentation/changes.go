@@ -102,8 +102,10 @@ func ChangesTitle(ev event.FileChanges) string {
 func diffOf(path string, f event.FileChange, contents Contents, i int, budget *int) (*acp.ToolCallContent, string) {
 	size := max(f.NewSize, f.OldSize)
 	switch {
-	case f.Large:
+	case f.Large && size > 1<<20:
 		return nil, f.Op + ", over 1 MiB, " + byteSize(size)
+	case f.Large:
+		return nil, f.Op + ", content not kept, " + byteSize(size)
 	case f.Binary:
 		return nil, f.Op + ", binary, " + byteSize(size)
 	case i >= MaxDiffedFiles:

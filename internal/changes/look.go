@@ -168,6 +168,7 @@ func (u *updater) name(fd int, p string, c child, exists bool, ign *ignoreSet) {
 	old, wasFile := u.s.files[p]
 	oldDir, wasDir := u.s.dirs[p]
 	var st unix.Stat_t
+	u.sc.stats++
 	if exists && unix.Fstatat(fd, c.name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 		exists = false
 	}

@@ -82,6 +82,7 @@ type scanner struct {
 	store    *Store
 	maxKept  int64 // larger files are tracked by stat only
 	maxFiles int
+	maxFirst int64 // bytes a first look keeps; past them, files are tracked by stat only
 	ignore   *ignorer
 	exclude  map[string]bool // relative paths never entered
 
@@ -92,6 +93,7 @@ type scanner struct {
 	readBuf []byte
 	err     error
 	reads   int // files read, over the scanner's life (for tests)
+	stats   int // files stat'ed, over the scanner's life (for tests)
 
 	pack    *PackWriter // where a first look keeps contents; nil: loose
 	w       *watcher    // nil: look at every file each time
@@ -224,6 +226,7 @@ func (sc *scanner) file(fd int, path, name string) {
 		return
 	}
 	var st unix.Stat_t
+	sc.stats++
 	if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return
 	}
@@ -246,7 +249,7 @@ func (sc *scanner) file(fd int, path, name string) {
 // file that changes before or while it is read gets another key, which the
 // next look sees.
 func (sc *scanner) read(dirfd int, name string, key statKey) (entry, bool) {
-	if key.size > sc.maxKept {
+	if key.size > sc.maxKept || sc.pack != nil && sc.pack.off+key.size > sc.maxFirst {
 		return entry{key: key, racy: sc.isRacy(key)}, true
 	}
 	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)

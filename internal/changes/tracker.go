@@ -16,6 +16,9 @@ const (
 	DefaultMaxKept = 1 << 20
 	// DefaultMaxFiles is the most files a tracked tree may hold.
 	DefaultMaxFiles = 100_000
+	// DefaultMaxFirst is what the first look of a tree keeps at most:
+	// 256 MiB (a session opened on a home directory must not copy it).
+	DefaultMaxFirst = 256 << 20
 )
 
 // Options configure a Tracker.
@@ -33,6 +36,10 @@ type Options struct {
 	// MaxFiles bounds the files of the tree (DefaultMaxFiles): a larger
 	// tree is not tracked (ErrTooManyFiles).
 	MaxFiles int
+	// MaxFirst bounds the bytes the first look keeps (DefaultMaxFirst);
+	// past them files are tracked by stat only, as large ones are, until a
+	// command changes them.
+	MaxFirst int64
 	// Exclude are absolute paths under Dir never tracked (the state dir,
 	// when it lies under Dir).
 	Exclude []string
@@ -80,11 +87,14 @@ func NewTracker(opt Options) *Tracker {
 	if opt.MaxFiles <= 0 {
 		opt.MaxFiles = DefaultMaxFiles
 	}
+	if opt.MaxFirst <= 0 {
+		opt.MaxFirst = DefaultMaxFirst
+	}
 	if opt.Sink == nil {
 		opt.Sink = event.SinkFunc(func(event.Event) {})
 	}
 	opt.Dir = filepath.Clean(opt.Dir)
-	sc := &scanner{root: opt.Dir, store: opt.Store, maxKept: opt.MaxKept, maxFiles: opt.MaxFiles,
+	sc := &scanner{root: opt.Dir, store: opt.Store, maxKept: opt.MaxKept, maxFiles: opt.MaxFiles, maxFirst: opt.MaxFirst,
 		ignore: &ignorer{sets: map[string]*ignoreSet{}}, exclude: map[string]bool{}, noWatch: opt.NoWatch}
 	for _, x := range opt.Exclude {
 		if rel, err := filepath.Rel(opt.Dir, x); err == nil && rel != "." && filepath.IsLocal(rel) {

@@ -150,3 +150,30 @@ func TestUndoRefusesPathsOutside(t *testing.T) {
 		t.Errorf("reply %q", reply)
 	}
 }
+
+// A directory replaced by a symlink to elsewhere does not lead an undo out
+// of the session's directory.
+func TestUndoDoesNotFollowASymlinkOut(t *testing.T) {
+	f := newFixture(t)
+	outside := filepath.Join(filepath.Dir(f.dir), "outside")
+	if err := os.Mkdir(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.write("sub/x.txt", "x1\n")
+	f.run("c1", "rm sub/x.txt")
+	// sub becomes a symlink to outside; undoing the rm would recreate
+	// sub/x.txt there.
+	if err := os.RemoveAll(filepath.Join(f.dir, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(f.dir, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	reply := f.tr.Undo(context.Background(), "")
+	if _, err := os.Stat(filepath.Join(outside, "x.txt")); err == nil {
+		t.Fatalf("the undo wrote outside the session's directory (reply %q)", reply)
+	}
+	if !strings.Contains(reply, "sub/x.txt") || !strings.Contains(reply, "not undone") {
+		t.Errorf("reply %q", reply)
+	}
+}
