@@ -256,11 +256,10 @@ func (sc *scanner) read(dirfd int, name string, key statKey) (entry, bool) {
 	if err != nil {
 		return entry{}, false
 	}
-	f := os.NewFile(uintptr(fd), name)
-	defer f.Close()
+	defer unix.Close(fd) // a raw fd: an *os.File would register it with the poller
 	sc.reads++
 	// one read of a byte more than the size sees the end of an unchanged file
-	data, err := readSized(f, key.size, sc.maxKept, &sc.readBuf)
+	data, err := readSized(fd, key.size, sc.maxKept, &sc.readBuf)
 	if err != nil {
 		return entry{}, false
 	}
@@ -284,27 +283,35 @@ func (sc *scanner) read(dirfd int, name string, key statKey) (entry, bool) {
 
 func (sc *scanner) isRacy(k statKey) bool { return k.mtime >= sc.racyAt || k.ctime >= sc.racyAt }
 
-// readSized reads a file of about size bytes (at most limit+1) into *buf.
-func readSized(f *os.File, size, limit int64, buf *[]byte) ([]byte, error) {
+// readSized reads a file of about size bytes (at most limit+1) from fd
+// into *buf.
+func readSized(fd int, size, limit int64, buf *[]byte) ([]byte, error) {
 	want := min(size, limit) + 1
 	if int64(cap(*buf)) < want {
 		*buf = make([]byte, 0, want)
 	}
-	b := (*buf)[:want]
-	n, err := f.Read(b)
-	if errors.Is(err, io.EOF) {
-		return b[:0], nil
+	b := (*buf)[:0]
+	for int64(len(b)) <= limit {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // it grew: room for more
+		}
+		n, err := unix.Read(fd, b[len(b):min(int64(cap(b)), limit+1)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			break
+		}
+		b = b[:len(b)+n]
+		if len(b) < cap(b) {
+			break // a short read of a regular file: its end (a file cut short is read again, its size differing)
+		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	if int64(n) < want {
-		return b[:n], nil // short read of a regular file: its end
-	}
-	rest, err := io.ReadAll(io.LimitReader(f, limit+1-int64(n))) // it grew: read the rest
-	b = append(b[:n], rest...)
 	*buf = b
-	return b, err
+	return b, nil
 }
 
 // readAll reads at most limit bytes of r into *buf (reused).
