@@ -40,8 +40,9 @@ type Options struct {
 	// past them files are tracked by stat only, as large ones are, until a
 	// command changes them.
 	MaxFirst int64
-	// Exclude are absolute paths under Dir never tracked (the state dir,
-	// when it lies under Dir).
+	// Exclude are absolute paths under Dir never tracked. The state dir
+	// holding Store is always excluded (journals and spill files change
+	// with every command when it lies under Dir).
 	Exclude []string
 	// NoWatch looks at every file each time (with the stat cache), as
 	// where inotify is missing; for tests and benchmarks.
@@ -94,6 +95,9 @@ func NewTracker(opt Options) *Tracker {
 		opt.Sink = event.SinkFunc(func(event.Event) {})
 	}
 	opt.Dir = filepath.Clean(opt.Dir)
+	if opt.Store != nil {
+		opt.Exclude = append(opt.Exclude, filepath.Dir(opt.Store.dir))
+	}
 	sc := &scanner{root: opt.Dir, store: opt.Store, maxKept: opt.MaxKept, maxFiles: opt.MaxFiles, maxFirst: opt.MaxFirst,
 		ignore: &ignorer{sets: map[string]*ignoreSet{}}, exclude: map[string]bool{}, noWatch: opt.NoWatch}
 	for _, x := range opt.Exclude {

@@ -374,3 +374,29 @@ func TestRulesAboveTheDirectory(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// A state dir inside the tracked directory is not tracked: its journals
+// change with every command.
+func TestStateDirInsideIsExcluded(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, ".dsh-state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	st, err := OpenStore(state, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tr := NewTracker(Options{Dir: dir, Store: st})
+	defer tr.Close()
+	if err := tr.Begin(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(state, "journal.jsonl"), []byte("{}\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a"), 0o644)
+	ev, _ := tr.End("c")
+	if got := summary(ev); got != "created a.txt" {
+		t.Errorf("got %q", got)
+	}
+}
