@@ -77,6 +77,9 @@ type PresenterOptions struct {
 	Location func(dir string) string
 	// Flush coalesces live output.
 	Flush FlushPolicy
+	// Contents gives the change cards' texts (the change store); nil lists
+	// every changed file without its diff.
+	Contents Contents
 	// Replay marks a presenter drawing a recorded session (session/load,
 	// `dsh-acp replay`): user prompts and whole assistant messages are
 	// drawn (live, the client typed the one and saw the other stream), and
@@ -159,6 +162,8 @@ func (p *Presenter) Emit(ev event.Event) {
 		p.opt.Send(acp.UpdateAgentMessageText(e.Text))
 	case event.Instructions:
 		p.opt.Send(acp.UpdateAgentThoughtText(InstructionsText(e)))
+	case event.FileChanges:
+		p.opt.Send(ChangesCard(e, p.opt.Contents))
 	}
 }
 

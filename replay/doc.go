@@ -28,8 +28,10 @@
 //	info             text (the daemon's message for the user)
 //	instructions     instructions {files, bytes, cut, digest} (an event.Instructions)
 //	output           id, text|textZ (a running call's live card output since its previous output record)
+//	file_changes     changes {id, call, task, dir, files [{path, op, old, new, …}], undoes, refused}
+//	                 (an event.FileChanges: references into the content store, never the contents)
 //
-// The last six are additions to version 2, not a new version: a reader
+// The last seven are additions to version 2, not a new version: a reader
 // from before them skips them with an "unknown record type" warning and
 // replays the rest.
 //

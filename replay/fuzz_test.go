@@ -18,6 +18,8 @@ func FuzzScan(f *testing.F) {
 		`{"v":1,"seq":2,"type":"tool_call","id":"c","name":"bash","args`, "\x00\x00\x00", `{"v":9,"type":"user_prompt"}`,
 		`{"v":1,"seq":3,"type":"tool_result","id":"c","result":{"exitCode":"x"}}`, `{"v":1,"type":"state","key":""}`,
 		`[1,2,3]`, `null`, `{"v":1,"seq":4,"type":"assistant","toolCalls":[{"id":1}]}`,
+		`{"v":2,"seq":5,"type":"file_changes","changes":{"id":"changes-c","dir":"/w","files":[{"path":"a","op":"modified","old":"x","line":2}],"undoes":["u"]}}`,
+		`{"v":2,"seq":6,"type":"file_changes","changes":{"files":"x"}}`, `{"v":2,"seq":7,"type":"file_changes"}`,
 	} {
 		f.Add([]byte(seed))
 	}

@@ -48,6 +48,7 @@ const (
 	typeCommand      = "command"
 	typeInfo         = "info"
 	typeInstructions = "instructions"
+	typeFileChanges  = "file_changes"
 )
 
 // Header is a session's first record.
@@ -133,6 +134,7 @@ type wireRecord struct {
 	Usage        *event.Usage        `json:"usage,omitempty"`
 	Compaction   *event.Compaction   `json:"compaction,omitempty"`
 	Instructions *event.Instructions `json:"instructions,omitempty"`
+	Changes      *event.FileChanges  `json:"changes,omitempty"`
 }
 
 func encodeArgs(raw json.RawMessage) wireArgs {
@@ -214,6 +216,8 @@ func fromEvent(ev event.Event, r *wireRecord) (bool, error) {
 		r.Type, r.Text = typeInfo, e.Text
 	case event.Instructions:
 		r.Type, r.Instructions = typeInstructions, &e
+	case event.FileChanges:
+		r.Type, r.Changes = typeFileChanges, &e
 	case event.TextDelta, event.ThoughtDelta, event.ToolOutput:
 		return false, nil
 	default:
@@ -274,6 +278,10 @@ func (r *wireRecord) toEvent() (ev event.Event, ok bool) {
 	case typeInstructions:
 		if r.Instructions != nil {
 			return *r.Instructions, true
+		}
+	case typeFileChanges:
+		if r.Changes != nil {
+			return *r.Changes, true
 		}
 	}
 	return nil, false

@@ -56,6 +56,13 @@ func TestRoundTrip(t *testing.T) {
 		{"info", event.Info{Text: "model: m2"}, `"type":"info","text":"model: m2"`},
 		{"instructions", event.Instructions{Files: []string{"/r/AGENTS.md", "/r/sub/AGENTS.md"}, Bytes: 120, Cut: true, Digest: "ab12"},
 			`"type":"instructions","instructions":{"files":["/r/AGENTS.md","/r/sub/AGENTS.md"],"bytes":120,"cut":true,"digest":"ab12"}`},
+		{"file changes", event.FileChanges{ID: "changes-c1", Call: "c1", Task: "bash-2", Dir: "/w", Files: []event.FileChange{
+			{Path: "src/a.go", Op: event.ChangeModified, Old: "ab", New: "cd", OldSize: 10, NewSize: 12, Mode: 0o644, Line: 3},
+			{Path: "bin/app", Op: event.ChangeCreated, New: "ef", NewSize: 4096, Mode: 0o755, Binary: true},
+			{Path: "big.log", Op: event.ChangeDeleted, OldSize: 2 << 20, Large: true},
+		}}, `"type":"file_changes","changes":{"id":"changes-c1","call":"c1","task":"bash-2","dir":"/w","files":[{"path":"src/a.go","op":"modified","old":"ab","new":"cd","oldSize":10,"newSize":12,"mode":420,"line":3},`},
+		{"undo", event.FileChanges{ID: "undo-1", Dir: "/w", Undoes: []string{"changes-c2", "changes-c1"}, Refused: []string{"notes.txt changed since; not undone"}},
+			`"changes":{"id":"undo-1","dir":"/w","undoes":["changes-c2","changes-c1"],"refused":["notes.txt changed since; not undone"]}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ type options struct {
 	captureBytes int64
 	replayCalls  int
 	latencyLines int
+	changesFiles int            // files in the big tree of the change-tracking rows
 	only         *regexp.Regexp // nil: every bench
 	// testBuild builds as the test suite does (-race when ACPTEST_RACE=1),
 	// sharing its build cache, instead of as the README does: for the
@@ -38,6 +39,7 @@ func benches() []bench {
 		{"capture", captureRows},
 		{"replay", replayRows},
 		{"shutdown", shutdownRows},
+		{"changes", changesRows},
 	}
 }
 

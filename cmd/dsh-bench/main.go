@@ -6,7 +6,7 @@
 // ratios (or differences) with their min and max, its target, and ok or
 // MISSED. The machine may be noisy: read the paired figures.
 //
-//	go run ./cmd/dsh-bench [-runs N] [-only REGEXP] [-capture-bytes N] [-replay-calls N] [-latency-lines N]
+//	go run ./cmd/dsh-bench [-runs N] [-only REGEXP] [-capture-bytes N] [-replay-calls N] [-latency-lines N] [-changes-files N]
 //
 // # Adding rows
 //
@@ -39,6 +39,7 @@ func main() {
 	flag.Int64Var(&o.captureBytes, "capture-bytes", 1<<30, "bytes a command prints in the capture rows")
 	flag.IntVar(&o.replayCalls, "replay-calls", 100000, "tool calls in the generated replay journal")
 	flag.IntVar(&o.latencyLines, "latency-lines", 300, "lines a command prints in each live latency run")
+	flag.IntVar(&o.changesFiles, "changes-files", 10000, "files in the big tree of the change-tracking rows")
 	only := flag.String("only", "", "run only the benches whose name matches this regular expression")
 	flag.Parse()
 	if *only != "" {

@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 // Its figures mean nothing at these sizes; only that each row measured.
 func TestBenchmarkPrintsEveryRow(t *testing.T) {
 	t.Chdir("../..") // the module root, where the packages it builds are
-	o := options{runs: 2, captureBytes: 1 << 20, replayCalls: 50, latencyLines: 10, testBuild: true}
+	o := options{runs: 2, captureBytes: 1 << 20, replayCalls: 50, latencyLines: 10, changesFiles: 200, testBuild: true}
 	rows, err := measure(o)
 	if err != nil {
 		t.Fatal(err)
@@ -34,6 +34,7 @@ func TestBenchmarkPrintsEveryRow(t *testing.T) {
 		"lines 20ms apart: p50", "lines 10ms apart: p99", "lines 1ms apart: updates per second",
 		"capture 1 MiB of /dev/zero via !: throughput", "capture 1 MiB of printable via model bash: RSS growth",
 		"replay 50 calls (session/load", "replay 50 calls: peak RSS", "first replayed update", "shutdown",
+		"changes: tracking a command", "changes: first look", "changes: store growth",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q row in:\n%s", want, out)

@@ -327,6 +327,63 @@ type Instructions struct {
 	Digest string `json:"digest"`
 }
 
+// FileChanges is what one command did to the files under the session's
+// directory — or, when Undoes is set, what an /undo put back — drawn as a
+// card of its own after the command's. Contents are not in the event: Old
+// and New name them in the daemon's content store (internal/changes), so
+// the journal keeps references, not files.
+type FileChanges struct {
+	// ID is the card's id: "changes-" and the call's id for a command,
+	// "undo-" and a fresh suffix for an undo.
+	ID string `json:"id"`
+	// Call is the tool call that made the changes (for a background task,
+	// the call that started it); empty for an undo.
+	Call string `json:"call,omitempty"`
+	// Task is the background task that made them, if any.
+	Task string `json:"task,omitempty"`
+	// Dir is the session's directory (absolute); Files are relative to it.
+	Dir   string       `json:"dir"`
+	Files []FileChange `json:"files,omitempty"`
+	// Undoes lists the IDs of the FileChanges this undo took back.
+	Undoes []string `json:"undoes,omitempty"`
+	// Refused names the files an undo left alone, with why ("notes.txt
+	// changed since; not undone").
+	Refused []string `json:"refused,omitempty"`
+}
+
+// FileChange is one file created, modified or deleted.
+type FileChange struct {
+	// Path is slash-separated, relative to FileChanges.Dir.
+	Path string `json:"path"`
+	// Op is ChangeCreated, ChangeModified or ChangeDeleted.
+	Op string `json:"op"`
+	// Old and New name the content before and after in the store; empty
+	// when there was none (created, deleted) or it was not kept (a file
+	// larger than the store's limit).
+	Old string `json:"old,omitempty"`
+	New string `json:"new,omitempty"`
+	// OldSize and NewSize are the sizes in bytes.
+	OldSize int64 `json:"oldSize,omitempty"`
+	NewSize int64 `json:"newSize,omitempty"`
+	// Mode is the file's permission bits before (after, for a created
+	// file), so an undo can recreate it.
+	Mode uint32 `json:"mode,omitempty"`
+	// Binary marks a content that is not UTF-8 text; Large one that was
+	// not kept (over the limit). Neither is diffed.
+	Binary bool `json:"binary,omitempty"`
+	Large  bool `json:"large,omitempty"`
+	// Line is the first changed line (1-based) in the new text (the old
+	// one for a deletion); 0 when unknown.
+	Line int `json:"line,omitempty"`
+}
+
+// FileChange operations.
+const (
+	ChangeCreated  = "created"
+	ChangeModified = "modified"
+	ChangeDeleted  = "deleted"
+)
+
 func (UserPrompt) isEvent()       {}
 func (TextDelta) isEvent()        {}
 func (ThoughtDelta) isEvent()     {}
@@ -344,6 +401,7 @@ func (Compaction) isEvent()       {}
 func (Command) isEvent()          {}
 func (Info) isEvent()             {}
 func (Instructions) isEvent()     {}
+func (FileChanges) isEvent()      {}
 
 // MaxCardOutput caps one call's card output, in bytes: the tools stream at
 // most this much to a card live, and the journal keeps at most this much,

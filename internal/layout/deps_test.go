@@ -28,6 +28,7 @@ var layers = [][]string{
 	{"presentation"},
 	{"replay"},
 	{"tools"},
+	{"internal/changes"},
 	{"internal/permission"},
 	{"executor/ssh"}, // builds its confined levels with executor/sandbox's RemoteWrapper
 	{"executor/sandbox"},

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	_ "github.com/coder/acp-go-sdk"
+	_ "github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	_ "github.com/modelcontextprotocol/go-sdk/mcp"
 	_ "github.com/sashabaranov/go-openai"
 	_ "go.uber.org/zap"
