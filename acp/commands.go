@@ -37,6 +37,7 @@ var slashCommands = []slashCommand{
 	{"mode", "Show the permission mode, or switch it", "ask | auto | read-only"},
 	{"sandbox", "Show the sandbox level, or switch it", "read-only | workspace | workspace-network | off"},
 	{"usage", "Show how full the context window is, and the session's token counts", ""},
+	{"undo", "Take back the last change a command made to your files (turn: everything the last turn changed)", "turn"},
 	{"help", "List these commands and the !command convention", ""},
 }
 
@@ -88,6 +89,9 @@ func slashWord(text string) (string, bool) {
 func (ss *session) command(ctx context.Context, name, args, text string, extra int) event.StopReason {
 	if name == "compact" && ss.hasModel() {
 		return ss.agent.Compact(ctx, text)
+	}
+	if name == "undo" && ss.tracker != nil {
+		return ss.agent.Command(ctx, text, func(ctx context.Context) string { return ss.tracker.Undo(ctx, args) })
 	}
 	return ss.agent.Command(ctx, text, func(context.Context) string {
 		reply := ss.commandReply(name, args)

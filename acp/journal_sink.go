@@ -32,6 +32,9 @@ type journalSink struct {
 
 	mu      sync.Mutex
 	failing bool // the user was told that records wait
+	// shortTold is how many shortened records (Journal.Shortened) the user
+	// was told of.
+	shortTold int
 }
 
 func newJournalSink(j *replay.Journal, log *zap.Logger, id string, tell event.Sink) *journalSink {
@@ -85,7 +88,7 @@ func (js *journalSink) append(evs ...event.Event) {
 	case err == nil && js.failing:
 		js.failing = false
 		js.log.Info("journal writes resumed", zap.String("session", js.id))
-		js.tell.Emit(event.ErrorMessage{Text: "\n[dsh-acp: this session is being saved again; nothing was lost]\n"})
+		js.tell.Emit(event.ErrorMessage{Text: "\n[dsh-acp: this session is being saved again; " + js.lostNote() + "]\n"})
 	case err == nil:
 	case !js.failing:
 		js.failing = true
@@ -96,10 +99,27 @@ func (js *journalSink) append(evs ...event.Event) {
 	}
 }
 
+// lostNote says what the failure cost once writes resume: nothing, or how
+// many records were saved shortened since the user was last told. Called
+// with mu held.
+func (js *journalSink) lostNote() string {
+	n := js.j.Shortened() - js.shortTold
+	js.shortTold += n
+	if n <= 0 {
+		return "nothing was lost"
+	}
+	return fmt.Sprintf("%d record(s) were saved shortened meanwhile (their output cut; how each call ended is kept)", n)
+}
+
 // keptNote says what happens to the records that could not be written.
 func keptNote(err error) string {
-	if errors.Is(err, replay.ErrKept) {
+	switch {
+	case errors.Is(err, replay.ErrKept):
 		return "What happens is kept in memory and saved as soon as the disk has room."
+	case errors.Is(err, replay.ErrShortened):
+		return "Results are saved shortened meanwhile: their output is cut, how each call ended is kept."
+	case errors.Is(err, replay.ErrDropped):
+		return "A running command's live output is not saved meanwhile; its result will be."
 	}
 	return "What happens now may be missing when the session is reloaded."
 }

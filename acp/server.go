@@ -35,6 +35,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/changes"
 	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/llm"
 	"github.com/dsh-acp/dsh-acp/internal/mcp"
@@ -56,7 +57,11 @@ type Config struct {
 	Model    agent.ModelClient
 	Agent    agent.Config
 	Store    *replay.Store
-	Logger   *zap.Logger
+	// Changes opens the change store (internal/changes), once, on the
+	// first session: with it every session tracks what its commands do
+	// to its directory's files and offers /undo; nil tracks nothing.
+	Changes func() (*changes.Store, error)
+	Logger  *zap.Logger
 	// MaxLine caps one inbound JSON-RPC line (default rpc.DefaultMaxLine);
 	// a longer line is answered -32600 and skipped.
 	MaxLine int
@@ -141,16 +146,17 @@ func (c *Config) defaults() {
 
 // Server is one ACP connection's agent.
 type Server struct {
-	cfg     Config
-	log     *zap.Logger
-	conn    *rpc.Conn
-	updates *presentation.UpdateWriter // session/update notifications: the one encoder of updates
-	turns   *turnRegistry
-	models  *llm.InForce // the model client in force, shared by all sessions
-	catalog *llm.Catalog // the provider's models, for the model option
-	trust   *permission.TrustStore
-	hooks   hooks
-	sandbox sandboxes // the levels the executor offers, a new session's level
+	cfg         Config
+	changesOnce sync.Once // the change store's failure is logged once
+	log         *zap.Logger
+	conn        *rpc.Conn
+	updates     *presentation.UpdateWriter // session/update notifications: the one encoder of updates
+	turns       *turnRegistry
+	models      *llm.InForce // the model client in force, shared by all sessions
+	catalog     *llm.Catalog // the provider's models, for the model option
+	trust       *permission.TrustStore
+	hooks       hooks
+	sandbox     sandboxes // the levels the executor offers, a new session's level
 
 	mu       sync.Mutex
 	caps     clientCaps // negotiated at initialize

@@ -15,11 +15,13 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/internal/agent"
 	"github.com/dsh-acp/dsh-acp/internal/approval"
+	"github.com/dsh-acp/dsh-acp/internal/changes"
 	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/llm"
 	"github.com/dsh-acp/dsh-acp/internal/mcp"
 	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/replay"
+	"github.com/dsh-acp/dsh-acp/tools"
 )
 
 // session is one open ACP session: its conversation, its journal and the
@@ -35,7 +37,8 @@ type session struct {
 	journalSink *journalSink
 	policy      *approval.Policy
 	title       *titler
-	box         *mcp.Toolbox // the daemon's tools and the session's MCP tools
+	box         *mcp.Toolbox     // the daemon's tools and the session's MCP tools
+	tracker     *changes.Tracker // nil: changes are not tracked
 	log         *zap.Logger
 	catalog     *llm.Catalog           // the provider's models, for the model option
 	window      func(model string) int // a model's context window
@@ -118,16 +121,45 @@ func (f fanout) EmitBatch(evs []event.Event) {
 
 func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
 	ss := &session{id: id, cwd: cwd, journal: j, updates: s.updates, log: s.log, catalog: s.catalog, window: s.cfg.Agent.ContextWindow,
-		box: mcp.NewToolbox(s.cfg.Tools), sandboxes: s.sandbox, models: s.models, settled: make(chan struct{})}
+		sandboxes: s.sandbox, models: s.models, settled: make(chan struct{})}
+	reg := s.cfg.Tools
+	if store := s.changeStore(); store != nil {
+		ss.tracker = changes.NewTracker(changes.Options{Dir: s.runDir(cwd), Store: store})
+		reg = tools.Tracked(reg, ss.tracker)
+	}
+	ss.box = mcp.NewToolbox(reg)
 	ss.present = s.presenter(id, cwd, s.updates, ss.box, false)
 	ss.title = &titler{send: ss.send}
 	ss.journalSink = newJournalSink(j, s.log, id, ss.present)
-	sink := fanout{ss.title, ss.journalSink, ss.present}
+	var sink event.Sink = fanout{ss.title, ss.journalSink, ss.present}
+	if ss.tracker != nil {
+		ss.tracker.SetSink(sink)
+		sink = ss.tracker.Sink()
+		ss.afterOpen(ss.tracker.Prime) // the first look, after the reply
+	}
 	ss.policy = approval.New(approval.Config{Session: id, Cwd: cwd, UserRules: s.cfg.UserRules, Trust: s.trust,
 		Tools: ss.box, Journal: j, Ask: asker{ss: ss, client: clientConn{s.conn}}, Mode: s.cfg.DefaultMode, Log: s.log})
 	ss.agent = agent.NewSession(id, s.runDir(cwd), s.models, ss.box, sink, ss.policy, s.cfg.Agent)
 	ss.agent.SetClientFiles(s.clientCaps().files(s.conn, id))
 	return ss
+}
+
+// changeStore is the change store, opened on first use; nil when the
+// daemon tracks no changes (none configured, an executor on another
+// machine, or the store cannot be opened: logged once).
+func (s *Server) changeStore() *changes.Store {
+	if s.cfg.Changes == nil {
+		return nil
+	}
+	if _, remote := s.remote(); remote {
+		return nil
+	}
+	st, err := s.cfg.Changes()
+	if err != nil {
+		s.changesOnce.Do(func() { s.log.Warn("change tracking off", zap.Error(err)) })
+		return nil
+	}
+	return st
 }
 
 // clientCaps is what the client can do.
@@ -142,7 +174,12 @@ func (s *Server) clientCaps() clientCaps {
 // session.
 func (s *Server) presenter(id, cwd string, w *presentation.UpdateWriter, cards presentation.CardIntents, replay bool) *presentation.Presenter {
 	caps := s.clientCaps()
+	var contents presentation.Contents
+	if store := s.changeStore(); store != nil {
+		contents = store // a nil *Store must not become a non-nil interface
+	}
 	return presentation.NewPresenter(presentation.PresenterOptions{
+		Contents: contents,
 		Send:     func(u sdk.SessionUpdate) { sendUpdate(w, id, s.log, u) },
 		Cards:    cards,
 		Caps:     caps.present,
@@ -188,6 +225,9 @@ func (ss *session) close(ctx context.Context) {
 	ss.mu.Unlock()
 	waitBounded(ctx, &ss.running)
 	ss.closeMCP(ctx)
+	if ss.tracker != nil {
+		ss.tracker.Close()
+	}
 	ss.closeOnce.Do(func() {
 		ss.journalSink.close()
 		if err := ss.journal.Close(); err != nil {
@@ -432,6 +472,9 @@ func (r *reopening) event(ev event.Event) error {
 	r.session()
 	r.events++
 	r.restore.Apply(ev)
+	if r.ss.tracker != nil {
+		r.ss.tracker.Observe(ev)
+	}
 	if p, ok := ev.(event.UserPrompt); ok && r.firstPrompt == nil {
 		r.firstPrompt = &p.Text
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/executor/local"
 	"github.com/dsh-acp/dsh-acp/internal/agent"
+	"github.com/dsh-acp/dsh-acp/internal/changes"
 	"github.com/dsh-acp/dsh-acp/internal/mcp"
 	"github.com/dsh-acp/dsh-acp/internal/permission"
 	"github.com/dsh-acp/dsh-acp/replay"
@@ -150,6 +151,7 @@ func serve(cfg config) error {
 		DefaultMode: cfg.Mode,
 		Sandbox:     cfg.Sandbox,
 		Store:       store,
+		Changes:     sync.OnceValues(func() (*changes.Store, error) { return changes.OpenStore(cfg.StateDir, 0) }),
 		Logger:      log,
 		MaxLine:     cfg.MaxLine,
 		// The signal handlers start a thread; installed after the first
