@@ -25,6 +25,10 @@
 //
 // The rule files are read again for every call that needs them (so an edit
 // applies at once); a file that cannot be read denies the call.
+// When the trust offer takes the allow_always slot, the session scope is
+// not offered for that question (Allow once, or /allow-project, remain).
+// /allow-project's mcp:SERVER/(read-only) cannot name a tool called
+// "(read-only)" (MCP tool names hold no parentheses).
 package approval
 
 import (
