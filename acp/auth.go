@@ -66,15 +66,21 @@ func (s *Server) authRequired() error {
 	if why := s.models.Why(); why != nil {
 		data["detail"] = why.Error()
 	}
-	return sdk.NewAuthRequired(data)
+	err := sdk.NewAuthRequired(data)
+	err.Message = authRequiredMessage
+	return err
 }
+
+// authRequiredMessage is the auth-required error's message: clients that
+// print only the message (acpx) still say how to log in.
+const authRequiredMessage = "Authentication required: run `dsh-acp login` in a terminal (or set DSH_API_KEY)"
 
 // needModel refuses, with auth-required, a prompt that needs the model
 // when no key is in force. `!` commands and slash commands never need one
 // (those that use the model, and an unknown "/word", say so themselves).
 func (s *Server) needModel(blocks []sdk.ContentBlock) error {
 	pb := promptBlocks(blocks)
-	if _, direct := isDirect(firstText(pb)); direct && len(pb) == 1 {
+	if _, direct := isDirect(firstText(pb)); direct && len(pb) == 1 || emptyDirect(pb) {
 		return nil
 	}
 	if _, _, _, _, ok := parseCommand(pb); ok {

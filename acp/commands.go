@@ -36,6 +36,7 @@ var slashCommands = []slashCommand{
 	{"thinking", "Show how much the model thinks, or set it", "default | off | low | high | max"},
 	{"mode", "Show the permission mode, or switch it", "ask | auto | read-only"},
 	{"sandbox", "Show the sandbox level, or switch it", "read-only | workspace | workspace-network | off"},
+	{"allow-project", "Always allow a command prefix or an MCP tool in this project: saved to the project's .dsh-acp/ file", "command prefix | mcp:server/tool"},
 	{"usage", "Show how full the context window is, and the session's token counts", ""},
 	{"undo", "Take back the last change a command made to your files (turn: everything the last turn changed)", "turn"},
 	{"help", "List these commands and the !command convention", ""},
@@ -140,6 +141,8 @@ func (ss *session) commandReply(name, args string) string {
 		return fmt.Sprintf("Sandbox: %s — %s.\n\n", level, sandboxInfo[level].description)
 	case "usage":
 		return usageText(ss.agent.Usage())
+	case "allow-project":
+		return ss.allowProjectReply(args)
 	case "compact":
 		return noKeyText
 	case unknownCommand:
@@ -147,6 +150,17 @@ func (ss *session) commandReply(name, args string) string {
 	default:
 		return helpText()
 	}
+}
+
+// allowProjectReply saves rule for the project (approval.AllowProject):
+// the user typed it, so it is the only way a rule is written into the
+// repository.
+func (ss *session) allowProjectReply(rule string) string {
+	saved, path, err := ss.policy.AllowProject(rule)
+	if err != nil {
+		return fmt.Sprintf("Nothing saved: %v.\n\n", err)
+	}
+	return fmt.Sprintf("Always allowed in this project: `%s` (saved to %s; also in force for this session).\n\n", saved, path)
 }
 
 func modeText(current permission.Mode) string {

@@ -23,7 +23,7 @@ import (
 type initAnswer struct {
 	version   sdk.ProtocolVersion
 	name, ver string // agentInfo
-	logout    bool   // auth.logout is advertised
+	logout    bool   // auth.logout is advertised (only with an auth method)
 	// terminal offers the terminal login method; command, when set, also
 	// describes it in Zed's older _meta["terminal-auth"] form.
 	terminal bool
@@ -40,9 +40,9 @@ func (s *Server) initAnswer(p sdk.InitializeRequest) initAnswer {
 	}
 	a := initAnswer{version: version, name: s.cfg.Name, ver: s.cfg.Version}
 	if auth := s.cfg.Auth; auth != nil {
-		a.logout = auth.Logout != nil
 		legacy, _ := p.ClientCapabilities.Meta["terminal-auth"].(bool)
 		a.terminal = p.ClientCapabilities.Auth.Terminal || legacy
+		a.logout = auth.Logout != nil && a.terminal // only with an auth method to log in again
 		if a.terminal && legacy {
 			a.command = auth.Command
 		}

@@ -3,7 +3,9 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -201,6 +203,9 @@ func (ss *session) prompt(ctx context.Context, blocks []sdk.ContentBlock) event.
 	if word, ok := slashWord(firstText(pb)); ok && !ss.hasModel() {
 		return ss.command(ctx, unknownCommand, word, strings.TrimSpace(firstText(pb)), 0)
 	}
+	if emptyDirect(pb) {
+		return ss.agent.Command(ctx, "!", func(context.Context) string { return emptyDirectText })
+	}
 	var reason event.StopReason
 	var err error
 	if cmd, ok := isDirect(firstText(pb)); ok && len(pb) == 1 {
@@ -244,6 +249,16 @@ func isDirect(text string) (string, bool) {
 	}
 	cmd := strings.TrimSpace(t[1:])
 	return cmd, cmd != ""
+}
+
+// emptyDirectText answers a `!` prompt with no command.
+const emptyDirectText = "Nothing to run: type a shell command after the ! (for example !git status).\n\n"
+
+// emptyDirect reports whether a prompt is a lone `!` with no command (only
+// blanks after it): answered by the daemon, never run nor sent to the model.
+func emptyDirect(pb []agent.PromptBlock) bool {
+	t := strings.TrimSpace(firstText(pb))
+	return len(pb) == 1 && t == "!"
 }
 
 // firstText is the first block's text, when it is a text block.
@@ -307,6 +322,9 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	}
 	clientCwd := cwd != "" && s.checkSessionCwd(context.Background(), cwd) == nil
 	j, err := s.cfg.Store.OpenAppend(id)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, sessionNotFound(id)
+	}
 	if err != nil {
 		return nil, invalidParams("cannot open session %s: %v", id, err)
 	}
@@ -372,6 +390,13 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	}
 	s.log.Info("session reopened", zap.String("session", id), zap.Bool("replayed", replayToClient), zap.Int("events", r.events))
 	return ss, nil
+}
+
+// sessionNotFound is ACP's resource-not-found (-32002) for a session id
+// with no journal, its message plain (no file names).
+func sessionNotFound(id string) error {
+	msg := fmt.Sprintf("no session %q: it was never created here, or it was deleted", id)
+	return &sdk.RequestError{Code: -32002, Message: "Resource not found: " + msg, Data: map[string]any{"error": msg, "sessionId": id}}
 }
 
 // reopening is a session being rebuilt from its journal. Each event is

@@ -6,8 +6,17 @@
 // decides allow, deny or ask; a question goes to the user through an Asker
 // (the ACP side sends it as session/request_permission), and an answer
 // that always allows something is remembered for the session (journaled,
-// restored on reload) and, when asked, saved for the project — one flow
-// for command prefixes and MCP tools alike.
+// restored on reload) — one flow for command prefixes and MCP tools alike.
+//
+// A question offers at most one option of each ACP kind (allow_once,
+// allow_always, reject_once): clients key their buttons by kind, and two
+// of one kind collapse or let a key choose a scope the user did not read.
+// The allow_always slot is the session scope, or, when a project file the
+// user has not trusted would run the call, trusting that file (the
+// "always" answer there; it writes only the user's trust store, never the
+// repository). Project scope is never an option: the user asks for it by
+// typing /allow-project RULE (Policy.AllowProject), so nothing is written
+// into the repository without the user meaning it.
 //
 // A new kind of need is one case in Policy.Approve and, when it may be
 // remembered, one allowance list.
@@ -16,6 +25,10 @@
 //
 // The rule files are read again for every call that needs them (so an edit
 // applies at once); a file that cannot be read denies the call.
+// When the trust offer takes the allow_always slot, the session scope is
+// not offered for that question (Allow once, or /allow-project, remain).
+// /allow-project's mcp:SERVER/(read-only) cannot name a tool called
+// "(read-only)" (MCP tool names hold no parentheses).
 package approval
 
 import (
@@ -42,7 +55,6 @@ const DeclinedByUser = "declined by the user"
 const (
 	AllowOnce    = "allow_once"
 	AllowSession = "allow_always"
-	AllowProject = "allow_always_project"
 	Reject       = "reject"
 	TrustProject = "trust_project_rules"
 	Cancelled    = "cancelled" // the turn was cancelled, or the client cancelled the question
@@ -173,19 +185,14 @@ func (a *allowance[T]) restore(state map[string]json.RawMessage) {
 }
 
 // remember returns what an always-allow answer runs: x joins the list
-// (journaled), and project, for the project answer, saves it there too.
-func remember[T comparable](p *Policy, list *allowance[T], x T, project func() error) func(bool) {
-	return func(forProject bool) {
+// (journaled).
+func remember[T comparable](p *Policy, list *allowance[T], x T) func() {
+	return func() {
 		p.mu.Lock()
 		items := list.add(x)
 		p.mu.Unlock()
 		if err := p.cfg.Journal.AppendState(list.key, items); err != nil {
 			p.cfg.Log.Error("journal allowance", zap.String("session", p.cfg.Session), zap.String("key", list.key), zap.Error(err))
-		}
-		if forProject {
-			if err := project(); err != nil {
-				p.cfg.Log.Warn("save project allowance", zap.String("session", p.cfg.Session), zap.Error(err))
-			}
 		}
 	}
 }
@@ -243,13 +250,14 @@ type question struct {
 	call     event.ToolCall
 	subject  string
 	options  []Option
-	remember func(project bool) // runs on an always-allow answer; nil: none offered
-	trust    *trustOffer        // an untrusted project file that would run the call
-	declined string             // what the model reads when the user rejects it
+	remember func()      // runs on an always-allow answer; nil: none offered
+	trust    *trustOffer // an untrusted project file that would run the call
+	declined string      // what the model reads when the user rejects it
 }
 
-// trustOffer is an extra first option of a question: trust a project file
-// (its content as shown: approve records the hash the user saw).
+// trustOffer is the allow_always option of a question, first, in place of
+// the session scope: trust a project file (its content as shown: approve
+// records the hash the user saw).
 type trustOffer struct {
 	name    string
 	approve func() error
@@ -266,6 +274,7 @@ func (p *Policy) ask(q question) agent.Approval {
 func (p *Policy) put(ctx context.Context, q question) agent.Approval {
 	options := q.options
 	if q.trust != nil {
+		options = slices.DeleteFunc(slices.Clone(options), func(o Option) bool { return o.Kind == KindAllowAlways })
 		options = append([]Option{{ID: TrustProject, Kind: KindAllowAlways, Name: q.trust.name}}, options...)
 	}
 	answer := p.cfg.Ask.Ask(ctx, q.call.ID, options)
@@ -287,16 +296,18 @@ func (p *Policy) put(ctx context.Context, q question) agent.Approval {
 	return a
 }
 
-// answered turns the user's answer into an approval: an always-allow (for
-// the session, or for the project too) runs remember, if any, first.
-func answered(outcome string, remember func(project bool), declined string) agent.Approval {
+// answered turns the user's answer into an approval: an always-allow for
+// the session runs remember, if any, first. An id the question did not
+// offer is a rejection.
+func answered(outcome string, remember func(), declined string) agent.Approval {
 	switch outcome {
 	case AllowOnce:
 		return agent.Approval{Verdict: agent.Allow}
-	case AllowSession, AllowProject:
-		if remember != nil {
-			remember(outcome == AllowProject)
+	case AllowSession:
+		if remember == nil {
+			break
 		}
+		remember()
 		return agent.Approval{Verdict: agent.Allow}
 	case Cancelled:
 		return agent.Approval{Verdict: agent.CancelTurn}

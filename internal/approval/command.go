@@ -42,7 +42,7 @@ func (p *Policy) judgeCommand(s tools.Session, call event.ToolCall, need tools.N
 		declined: "The user declined to run this command. Do not retry it; ask the user how to proceed."}
 	if len(v.Prefixes) > 0 {
 		prefix := v.Prefixes[0]
-		q.remember = remember(p, &p.prefixes, prefix, func() error { return p.cfg.Trust.SaveProjectAllow(p.cfg.Cwd, prefix) })
+		q.remember = remember(p, &p.prefixes, prefix)
 	}
 	if loaded.NeedsApproval() {
 		req.Rules = loaded.IfTrusted()
@@ -73,15 +73,15 @@ func mayCreateRepository(a agent.Approval) agent.Approval {
 	return a
 }
 
-// commandOptions are Allow once, Always allow (for the session and, to
-// save it, for the project) when a safe prefix exists, and Reject.
+// commandOptions are Allow once, Always allow in this session when a safe
+// prefix exists (its name says how to allow it for the project), and
+// Reject: one option of each kind.
 func commandOptions(prefixes []string) []Option {
 	opts := []Option{{ID: AllowOnce, Name: "Allow once", Kind: KindAllowOnce}}
 	if len(prefixes) > 0 {
 		prefix := prefixes[0]
-		opts = append(opts,
-			Option{ID: AllowSession, Name: fmt.Sprintf("Always allow `%s` in this session", prefix), Kind: KindAllowAlways},
-			Option{ID: AllowProject, Name: fmt.Sprintf("Always allow `%s` in this project", prefix), Kind: KindAllowAlways})
+		opts = append(opts, Option{ID: AllowSession, Kind: KindAllowAlways,
+			Name: fmt.Sprintf("Always allow `%s` in this session (for the project: /allow-project %s)", prefix, prefix)})
 	}
 	return append(opts, Option{ID: Reject, Name: "Reject", Kind: KindRejectOnce})
 }

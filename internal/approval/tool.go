@@ -43,7 +43,7 @@ func (p *Policy) judgeTool(call event.ToolCall, need tools.Need) agent.Approval 
 	}
 	rule := toolRule(need)
 	q := question{call: call, subject: need.Subject, options: toolOptions(need, rule),
-		remember: remember(p, &p.mcpRules, rule, func() error { return mcp.SaveProjectRule(p.cfg.Cwd, rule, p.cfg.Trust) }),
+		remember: remember(p, &p.mcpRules, rule),
 		declined: "The user declined this tool call. Do not retry it; ask the user how to proceed."}
 	if covers(loaded.Untrusted) {
 		q.trust = &trustOffer{
@@ -64,7 +64,8 @@ func toolRule(need tools.Need) mcp.Rule {
 }
 
 // toolOptions are Allow once, Always allow (the tool, or the server's
-// read-only tools) in this session and in this project, and Reject.
+// read-only tools) in this session — its name says how to allow it for the
+// project — and Reject: one option of each kind.
 func toolOptions(need tools.Need, rule mcp.Rule) []Option {
 	what := fmt.Sprintf("`%s`", need.Subject)
 	if rule.ReadOnlyTools {
@@ -72,8 +73,7 @@ func toolOptions(need tools.Need, rule mcp.Rule) []Option {
 	}
 	return []Option{
 		{ID: AllowOnce, Name: "Allow once", Kind: KindAllowOnce},
-		{ID: AllowSession, Name: "Always allow " + what + " in this session", Kind: KindAllowAlways},
-		{ID: AllowProject, Name: "Always allow " + what + " in this project", Kind: KindAllowAlways},
+		{ID: AllowSession, Name: "Always allow " + what + " in this session (for the project: /allow-project " + FormatToolRule(rule) + ")", Kind: KindAllowAlways},
 		{ID: Reject, Name: "Reject", Kind: KindRejectOnce},
 	}
 }
