@@ -68,13 +68,11 @@ func newSandboxes(ex executor.Executor, explicit executor.Level) sandboxes {
 	return sandboxes{confiner: c, warm: w, asked: explicit, explicit: explicit != ""}
 }
 
-// ready reports whether the executor's levels are known without waiting;
-// it starts the build when it has not started.
+// ready reports whether the executor's levels are known without waiting.
 func (sb sandboxes) ready() bool {
 	if sb.warm == nil {
 		return true
 	}
-	sb.warm.Warm()
 	select {
 	case <-sb.warm.Ready():
 		return true
@@ -184,13 +182,15 @@ func (ss *session) startSandbox(state map[string]json.RawMessage, isNew bool) {
 }
 
 // settleSandbox runs, after the reply that opened the session, for a
-// session that started on the executor's guess: once the executor is
+// session that started on the executor's guess: it starts the executor's
+// build (so the first reply never competes with it) and, once it is
 // ready, an implicit level becomes its default (unless the user chose one
 // meanwhile), the client gets the config options again when they differ
 // from the guess, and the user is told when no sandbox can be built. The
 // session's first turn waits for it (waitSettled).
 func (ss *session) settleSandbox(guess executor.Level, guessed []executor.Level, explicit bool) {
 	defer close(ss.settled)
+	ss.sandboxes.warm.Warm()
 	<-ss.sandboxes.warm.Ready()
 	explicit = explicit || ss.sandboxChosen.Load()
 	level := ss.agent.Sandbox()

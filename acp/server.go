@@ -170,8 +170,8 @@ type Server struct {
 }
 
 // begin starts, once, what the initialize reply need not wait for: the
-// hang-up watcher, the model list's fetch, Config.Started and then the
-// executor's build (sandboxes.ready). Preempt
+// hang-up watcher, the model list's fetch and Config.Started. (The
+// executor builds itself after the first session/new reply: settleSandbox.) Preempt
 // calls it for the first message other than initialize, before that
 // message is handled.
 func (s *Server) begin() {
@@ -183,7 +183,6 @@ func (s *Server) begin() {
 		if s.cfg.Started != nil {
 			s.cfg.Started()
 		}
-		s.sandbox.ready() // an executor that builds itself starts now, off the first reply's way
 	})
 }
 
@@ -327,10 +326,16 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (resp 
 		return resp, err
 	}
 	s.log.Info("session/new", zap.String("session", id), zap.Int("mcpServers", len(p.McpServers)))
+	s.waitModels(ctx)
+	return opened{id, sdk.NewSessionResponse{SessionId: sdk.SessionId(id), Modes: modeState(ss.policy.Mode()), ConfigOptions: ss.configOptions()}}, nil
+}
+
+// waitModels lets a reply that opens a session carry the provider's model
+// list when it comes within ModelsWait (a later one is announced).
+func (s *Server) waitModels(ctx context.Context) {
 	if s.catalog != nil {
 		s.catalog.Wait(ctx, s.cfg.ModelsWait)
 	}
-	return opened{id, sdk.NewSessionResponse{SessionId: sdk.SessionId(id), Modes: modeState(ss.policy.Mode()), ConfigOptions: ss.configOptions()}}, nil
 }
 
 func (s *Server) register(ss *session) error {
@@ -479,6 +484,7 @@ func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (res
 		return resp, err
 	}
 	s.startMCP(ss, p.McpServers)
+	s.waitModels(ctx)
 	return opened{ss.id, sdk.LoadSessionResponse{Modes: modeState(ss.policy.Mode()), ConfigOptions: ss.configOptions()}}, nil
 }
 
@@ -489,6 +495,7 @@ func (s *Server) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) 
 		return resp, err
 	}
 	s.startMCP(ss, p.McpServers)
+	s.waitModels(ctx)
 	return opened{ss.id, sdk.ResumeSessionResponse{Modes: modeState(ss.policy.Mode()), ConfigOptions: ss.configOptions()}}, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/executor/local"
 	"github.com/dsh-acp/dsh-acp/executor/sandbox"
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
+	"github.com/dsh-acp/dsh-acp/internal/eventually"
 	"github.com/dsh-acp/dsh-acp/internal/mcp"
 	"github.com/dsh-acp/dsh-acp/internal/permission"
 	"go.uber.org/zap"
@@ -63,7 +64,8 @@ func newSession(t *testing.T, a *acptest.Agent) {
 
 // The daemon answers initialize before it builds the executor (whose
 // engine makes <state>/spill) or the permission judge's tables; the first
-// session/new builds the executor. The daemon is this test binary running
+// session/new starts the executor's build (in the background, once its
+// reply is out: the reply does not wait for it). The daemon is this test binary running
 // run(), so the permission package's counter can be read at exit.
 func TestInitializeBuildsNoExecutorNorTables(t *testing.T) {
 	if os.Getenv(daemonChildEnv) == "1" {
@@ -97,9 +99,10 @@ func TestInitializeBuildsNoExecutorNorTables(t *testing.T) {
 		initialize(t, a)
 		newSession(t, a)
 		spill := filepath.Join(state, "spill")
-		if fi, err := os.Stat(spill); err != nil || !fi.IsDir() {
-			t.Errorf("after session/new, %s: %v; want the executor built", spill, err)
-		}
+		eventually.True(t, 20*time.Second, func() bool {
+			fi, err := os.Stat(spill)
+			return err == nil && fi.IsDir()
+		}, "after session/new, %s was never made: the executor was not built", spill)
 		exited(t, a)
 	})
 }
