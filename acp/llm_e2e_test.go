@@ -727,7 +727,7 @@ func TestE2EModelProviderErrors(t *testing.T) {
 		requests int
 	}{
 		{"401 bad key", []llmtest.Response{llmtest.Error(401, "Authentication Fails, your api key: KEY is invalid")},
-			"The model provider rejected the API key. Check DSH_API_KEY (or DEEPSEEK_API_KEY).", 1},
+			"The model provider did not accept the API key (HTTP 401: it is wrong, revoked or missing). Set DSH_API_KEY (or DEEPSEEK_API_KEY)", 1},
 		{"402 balance", []llmtest.Response{llmtest.Error(402, "Insufficient Balance")},
 			"insufficient balance", 1},
 		{"429 then success", []llmtest.Response{llmtest.Error(429, "Rate limit reached").With("Retry-After", "1"),

@@ -304,8 +304,11 @@ func TestSessionList(t *testing.T) {
 	d.promptExpect(titled, "  \n!echo alpha\necho beta", "end_turn")
 	untitled := d.newSession(cwd)
 
+	// The session with no turn yet is left out (clients that open one per
+	// chat would fill their pickers with them; replay's TestList holds that
+	// it stays loadable by id).
 	page := d.listSessions(map[string]any{"cwd": cwd})
-	if len(page.Sessions) != 2 || page.NextCursor != nil {
+	if len(page.Sessions) != 1 || page.NextCursor != nil {
 		t.Fatalf("cwd filter: %+v", page)
 	}
 	byID := map[string]listedSession{}
@@ -323,12 +326,12 @@ func TestSessionList(t *testing.T) {
 	if s, ok := byID[titled]; !ok || s.Title == nil || *s.Title != "!echo alpha" {
 		t.Errorf("titled session: %+v", s)
 	}
-	if s, ok := byID[untitled]; !ok || s.Title != nil {
-		t.Errorf("session without a prompt: %+v", s)
+	if s, ok := byID[untitled]; ok {
+		t.Errorf("session without a turn is listed: %+v", s)
 	}
 
 	all, pages := d.listAllSessions(t, map[string]any{})
-	want := append(slices.Clone(storedIDs), titled, untitled)
+	want := append(slices.Clone(storedIDs), titled)
 	if !sameIDs(all, want) || pages != 2 {
 		t.Errorf("paged listing: %d sessions on %d pages, want %d on 2", len(all), pages, len(want))
 	}

@@ -380,3 +380,20 @@ func TestReplayOnATerminalWrapsAtWords(t *testing.T) {
 		t.Errorf("the output lines, not wrapped at words behind the card's bar: %q", card)
 	}
 }
+
+// /help is answered by the daemon, with no model and no key.
+func TestChatTerminalHelpWithoutAKey(t *testing.T) {
+	bin := acptest.BuildBinary(t)
+	p := startTerm(t, t.TempDir(), bin, tuiEnv(t, t.TempDir()), "chat")
+	p.expect("Enter sends")
+	p.typeIn("/help\r")
+	p.expect("/sandbox")
+	p.expect("Enter sends")
+	p.typeIn("\x04")
+	if code := p.wait(); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	if strings.Contains(p.output(), "Authentication required") {
+		t.Errorf("/help asked for a key:\n%s", p.output())
+	}
+}
