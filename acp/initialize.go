@@ -76,7 +76,7 @@ func (a initAnswer) AppendJSON(b []byte) []byte {
 		b = append(b, `"logout":{}`...)
 	}
 	b = append(b, `},"loadSession":true,"mcpCapabilities":{"http":true},"promptCapabilities":{"embeddedContext":true},`+
-		`"sessionCapabilities":{"close":{},"list":{},"resume":{}}},"agentInfo":{"name":`...)
+		`"sessionCapabilities":{"close":{},"delete":{},"list":{},"resume":{}}},"agentInfo":{"name":`...)
 	b = str(b, a.name)
 	b = append(b, `,"version":`...)
 	b = str(b, a.ver)
