@@ -137,7 +137,12 @@ func (s *Server) clientCaps() clientCaps {
 func (s *Server) presenter(id, cwd string, w *presentation.UpdateWriter, cards presentation.CardIntents, replay bool) *presentation.Presenter {
 	caps := s.clientCaps()
 	return presentation.NewPresenter(presentation.PresenterOptions{
-		Send:     func(u sdk.SessionUpdate) { sendUpdate(w, id, s.log, u) },
+		Send: func(u sdk.SessionUpdate) { sendUpdate(w, id, s.log, u) },
+		SendExtension: func(u any) {
+			if err := w.Extension(id, u); err != nil {
+				s.log.Debug("session/update not sent", zap.String("session", id), zap.Error(err))
+			}
+		},
 		Cards:    cards,
 		Caps:     caps.present,
 		Cwd:      s.runDir(cwd),

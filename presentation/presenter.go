@@ -65,6 +65,9 @@ type PresenterOptions struct {
 	// for long and never sees a turn's context: a cancelled turn's final
 	// update must still go out.
 	Send func(acp.SessionUpdate)
+	// SendExtension writes one update of a shape the SDK lacks (schema.go);
+	// nil draws those facts as text, as for a client without them.
+	SendExtension func(update any)
 	// Cards gives each call's card intents.
 	Cards CardIntents
 	// Caps are the client's capabilities.
@@ -150,7 +153,11 @@ func (p *Presenter) Emit(ev event.Event) {
 	case event.Usage:
 		p.opt.Send(UsageUpdate(e.Used, e.Size, e.Cost, e.Currency))
 	case event.Compaction:
-		p.opt.Send(acp.UpdateAgentMessageText(e.Note))
+		if p.opt.Caps.Session.Compaction && p.opt.SendExtension != nil {
+			p.opt.SendExtension(NewCompactionUpdate(e))
+		} else {
+			p.opt.Send(acp.UpdateAgentMessageText(e.Note))
+		}
 	case event.Command:
 		if p.opt.Replay {
 			p.opt.Send(acp.UpdateUserMessageText(e.Text))
@@ -160,6 +167,16 @@ func (p *Presenter) Emit(ev event.Event) {
 	case event.Instructions:
 		p.opt.Send(acp.UpdateAgentThoughtText(InstructionsText(e)))
 	}
+}
+
+// Notice draws an out-of-turn fact: a notice update for a client that
+// takes them, else n's text as an agent message chunk.
+func (p *Presenter) Notice(n Notice) {
+	if p.opt.Caps.Session.Notices && p.opt.SendExtension != nil {
+		p.opt.SendExtension(n)
+		return
+	}
+	p.opt.Send(acp.UpdateAgentMessageText(n.Text()))
 }
 
 // UsageUpdate is the usage_update of used tokens in a window of size, with
