@@ -77,7 +77,7 @@ func (a initAnswer) AppendJSON(b []byte) []byte {
 		b = append(b, `"logout":{}`...)
 	}
 	b = append(b, `},"loadSession":true,"mcpCapabilities":{"http":true},"promptCapabilities":{"embeddedContext":true},`+
-		`"sessionCapabilities":{"close":{},"delete":{},"list":{},"resume":{}}},"agentInfo":{"name":`...)
+		`"sessionCapabilities":{"additionalDirectories":{},"close":{},"delete":{},"list":{},"resume":{}}},"agentInfo":{"name":`...)
 	b = str(b, a.name)
 	b = append(b, `,"version":`...)
 	b = str(b, a.ver)

@@ -131,9 +131,10 @@ func (a initAnswer) response() sdk.InitializeResponse {
 			},
 			McpCapabilities: sdk.McpCapabilities{Http: true},
 			SessionCapabilities: sdk.SessionCapabilities{
-				List:   &sdk.SessionListCapabilities{},
-				Resume: &sdk.SessionResumeCapabilities{},
-				Close:  &sdk.SessionCloseCapabilities{},
+				AdditionalDirectories: &sdk.SessionAdditionalDirectoriesCapabilities{},
+				List:                  &sdk.SessionListCapabilities{},
+				Resume:                &sdk.SessionResumeCapabilities{},
+				Close:                 &sdk.SessionCloseCapabilities{},
 			},
 		},
 	}

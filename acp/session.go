@@ -310,6 +310,7 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	ss.restoreSettings(r.state)
 	ss.policy.Restore(r.state)
 	ss.startSandbox(r.state, false)
+	s.restoreRoots(ss, r.state)
 	if r.firstPrompt != nil {
 		if replayToClient {
 			ss.title.announce(*r.firstPrompt) // the title session/list shows, again
