@@ -148,3 +148,23 @@ func TestZedCompactionIsAnEntryLiveAndOnReplay(t *testing.T) {
 		t.Errorf("replayed compaction entries %+v; live %+v", replayed, live)
 	}
 }
+
+// With no bubblewrap and the default level, a client that takes notices
+// is told once, as a warning notice after the session/new reply, that
+// commands run without a sandbox — not in the first turn's text.
+func TestZedSandboxUnavailableIsANotice(t *testing.T) {
+	d := startDaemon(t, optedIn("notices"), nil, "PATH="+pathWithout(t, "bwrap"))
+	sid := d.newSession(t.TempDir())
+	d.waitFor(func() bool { return d.count(sid, "notice", "without a sandbox") > 0 })
+	ns := updatesOf[noticeUpdate](t, d, sid, "notice")
+	if len(ns) != 1 || ns[0].Severity != "warning" || ns[0].Title != "Commands run without a sandbox" ||
+		!strings.Contains(ns[0].Description, "bubblewrap (bwrap) not found") {
+		t.Errorf("notices %+v", ns)
+	}
+	if got := d.prompt(sid, "!echo ran"); got != "end_turn" {
+		t.Fatalf("!echo: %q", got)
+	}
+	if n := d.count(sid, "agent_message_chunk", "without a sandbox"); n != 0 {
+		t.Errorf("also told as text %d times", n)
+	}
+}

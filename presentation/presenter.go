@@ -169,10 +169,16 @@ func (p *Presenter) Emit(ev event.Event) {
 	}
 }
 
+// TakesNotices reports whether Notice draws a notice update (the client
+// opted in), not text.
+func (p *Presenter) TakesNotices() bool {
+	return p.opt.Caps.Session.Notices && p.opt.SendExtension != nil
+}
+
 // Notice draws an out-of-turn fact: a notice update for a client that
 // takes them, else n's text as an agent message chunk.
 func (p *Presenter) Notice(n Notice) {
-	if p.opt.Caps.Session.Notices && p.opt.SendExtension != nil {
+	if p.TakesNotices() {
 		p.opt.SendExtension(n)
 		return
 	}
