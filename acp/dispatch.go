@@ -27,7 +27,7 @@ type hooks struct {
 // initialize is answered here (so a session/new behind it sees the
 // client's capabilities), a session/cancel cancels the turns of the prompts
 // before it, a session/prompt opens its turn, a session/close cancels its
-// session's turns. Everything else runs on its own goroutine (handle).
+// session's turns (so does a session/delete). Everything else runs on its own goroutine (handle).
 func (s *Server) Preempt(r *rpc.Request) bool {
 	if r.Method != sdk.AgentMethodInitialize {
 		s.begin()
@@ -52,7 +52,7 @@ func (s *Server) Preempt(r *rpc.Request) bool {
 			s.openPrompt(r)
 		}
 		return r.IsNotification()
-	case sdk.AgentMethodSessionClose:
+	case sdk.AgentMethodSessionClose, MethodSessionDelete:
 		var p struct {
 			SessionID string `json:"sessionId"`
 		}
@@ -106,6 +106,7 @@ var methods = map[string]method{
 	sdk.AgentMethodSessionResume:          typed((*Server).ResumeSession),
 	sdk.AgentMethodSessionList:            typed((*Server).ListSessions),
 	sdk.AgentMethodSessionClose:           typed((*Server).CloseSession),
+	MethodSessionDelete:                   typed((*Server).DeleteSession),
 	sdk.AgentMethodSessionSetMode:         typed((*Server).SetSessionMode),
 	sdk.AgentMethodSessionSetConfigOption: typed((*Server).SetSessionConfigOption),
 	sdk.AgentMethodSessionSetModel:        typed((*Server).UnstableSetSessionModel),

@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"encoding/json"
 	"strconv"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -76,7 +77,7 @@ func (a initAnswer) AppendJSON(b []byte) []byte {
 		b = append(b, `"logout":{}`...)
 	}
 	b = append(b, `},"loadSession":true,"mcpCapabilities":{"http":true},"promptCapabilities":{"embeddedContext":true},`+
-		`"sessionCapabilities":{"close":{},"list":{},"resume":{}}},"agentInfo":{"name":`...)
+		`"sessionCapabilities":{"additionalDirectories":{},"close":{},"delete":{},"list":{},"resume":{}}},"agentInfo":{"name":`...)
 	b = str(b, a.name)
 	b = append(b, `,"version":`...)
 	b = str(b, a.ver)
@@ -115,14 +116,16 @@ func (s *Server) initialize(r *rpc.Request) {
 		r.Reply(nil, err)
 		return
 	}
-	s.noteCaps(p)
+	s.noteCaps(p, r.Params)
 	s.logInitialize(p)
 	r.Reply(s.initAnswer(p), nil)
 }
 
-// noteCaps records the client's capabilities from its initialize request.
-func (s *Server) noteCaps(p sdk.InitializeRequest) {
+// noteCaps records the client's capabilities from its initialize request
+// (params: the same request raw, for the fields the SDK lacks).
+func (s *Server) noteCaps(p sdk.InitializeRequest, params json.RawMessage) {
 	caps := capsFrom(p.ClientCapabilities)
+	caps.present.Session = presentation.SessionCapsFrom(params)
 	s.mu.Lock()
 	s.caps = caps
 	s.mu.Unlock()

@@ -65,6 +65,9 @@ func sdkReply(t *testing.T, cfg Config, id, params string) string {
 		t.Fatal(err)
 	}
 	result := strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(strings.TrimSuffix(b.String(), "\n"))
+	// SDK v0.13 has no SessionCapabilities.Delete: session/delete's {} goes
+	// where encoding/json would put the field (after close).
+	result = strings.Replace(result, `"close":{},`, `"close":{},"delete":{},`, 1)
 	return `{"jsonrpc":"2.0","id":` + id + `,"result":` + result + "}\n"
 }
 
@@ -128,9 +131,10 @@ func (a initAnswer) response() sdk.InitializeResponse {
 			},
 			McpCapabilities: sdk.McpCapabilities{Http: true},
 			SessionCapabilities: sdk.SessionCapabilities{
-				List:   &sdk.SessionListCapabilities{},
-				Resume: &sdk.SessionResumeCapabilities{},
-				Close:  &sdk.SessionCloseCapabilities{},
+				AdditionalDirectories: &sdk.SessionAdditionalDirectoriesCapabilities{},
+				List:                  &sdk.SessionListCapabilities{},
+				Resume:                &sdk.SessionResumeCapabilities{},
+				Close:                 &sdk.SessionCloseCapabilities{},
 			},
 		},
 	}

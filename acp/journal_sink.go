@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/internal/event"
+	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/replay"
 )
 
@@ -88,12 +89,14 @@ func (js *journalSink) append(evs ...event.Event) {
 	case err == nil && js.failing:
 		js.failing = false
 		js.log.Info("journal writes resumed", zap.String("session", js.id))
-		js.tell.Emit(event.ErrorMessage{Text: "\n[dsh-acp: this session is being saved again; " + js.lostNote() + "]\n"})
+		js.notice(presentation.NewNotice(presentation.SeverityInfo, "History is being saved again",
+			"this session is being saved again; "+js.lostNote()))
 	case err == nil:
 	case !js.failing:
 		js.failing = true
 		js.log.Error("journal append failed", zap.String("session", js.id), zap.Error(err))
-		js.tell.Emit(event.ErrorMessage{Text: fmt.Sprintf("\n[dsh-acp: this session cannot be saved right now (%s). %s]\n", rootCause(err), keptNote(err))})
+		js.notice(presentation.NewNotice(presentation.SeverityError, "History is not being saved",
+			fmt.Sprintf("this session cannot be saved right now (%s). %s", rootCause(err), keptNote(err))))
 	default:
 		js.log.Debug("journal append failed again", zap.String("session", js.id), zap.Error(err))
 	}
@@ -109,6 +112,16 @@ func (js *journalSink) lostNote() string {
 		return "nothing was lost"
 	}
 	return fmt.Sprintf("%d record(s) were saved shortened meanwhile (their output cut; how each call ended is kept)", n)
+}
+
+// notice tells the client n: a notice when tell (the session's presenter)
+// draws them, else its text.
+func (js *journalSink) notice(n presentation.Notice) {
+	if p, ok := js.tell.(interface{ Notice(presentation.Notice) }); ok {
+		p.Notice(n)
+		return
+	}
+	js.tell.Emit(event.ErrorMessage{Text: n.Text()})
 }
 
 // keptNote says what happens to the records that could not be written.

@@ -11,8 +11,8 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/zap"
 
-	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/mcp"
+	"github.com/dsh-acp/dsh-acp/presentation"
 )
 
 // mcpSpecs converts the client's mcpServers. An SSE or ACP server (not
@@ -94,7 +94,8 @@ func (ss *session) reportMCP(m *sessionMCP) {
 		if closed {
 			return
 		}
-		ss.present.Emit(event.ErrorMessage{Text: fmt.Sprintf("\n[MCP server %q is not available: %s. Its tools are missing from this session.]\n", f.Server, f.Reason)})
+		ss.present.Notice(presentation.NewNotice(presentation.SeverityWarning, fmt.Sprintf("MCP server %q is not available", f.Server),
+			f.Reason+". Its tools are missing from this session."))
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-acp/dsh-acp/executor"
+	"github.com/dsh-acp/dsh-acp/presentation"
 )
 
 // A session's sandbox level is what its commands run at (the permission
@@ -173,7 +174,7 @@ func (ss *session) startSandbox(state map[string]json.RawMessage, isNew bool) {
 		}
 	}
 	if ss.sandboxes.ready() {
-		ss.tellUnsandboxed(level, explicit)
+		ss.tellUnsandboxed(level, explicit, ss.afterOpen)
 		close(ss.settled)
 		return
 	}
@@ -201,7 +202,7 @@ func (ss *session) settleSandbox(guess executor.Level, guessed []executor.Level,
 	if level != guess || !slices.Equal(guessed, ss.sandboxes.levels()) {
 		ss.sendConfigOptions()
 	}
-	ss.tellUnsandboxed(level, explicit)
+	ss.tellUnsandboxed(level, explicit, func(f func()) { f() })
 }
 
 // waitSettled waits until the session's level is settled (or ctx ends).
@@ -212,12 +213,21 @@ func (ss *session) waitSettled(ctx context.Context) {
 	}
 }
 
-// tellUnsandboxed queues, for the first turn, why a session left at an
-// implicit off runs without a sandbox.
-func (ss *session) tellUnsandboxed(level executor.Level, explicit bool) {
-	if why := ss.sandboxes.unavailable(); why != nil && !explicit && level == executor.LevelOff {
-		ss.agent.QueueInfo(unsandboxedText(why))
+// tellUnsandboxed tells why a session left at an implicit off runs without
+// a sandbox: a notice (sent through send: afterOpen from the handler that
+// opens the session, at once after it) for a client that takes notices,
+// else a message queued for the first turn.
+func (ss *session) tellUnsandboxed(level executor.Level, explicit bool, send func(func())) {
+	why := ss.sandboxes.unavailable()
+	if why == nil || explicit || level != executor.LevelOff {
+		return
 	}
+	if !ss.present.TakesNotices() {
+		ss.agent.QueueInfo(unsandboxedText(why))
+		return
+	}
+	n := presentation.NewNotice(presentation.SeverityWarning, "Commands run without a sandbox", strings.TrimSpace(unsandboxedText(why)))
+	send(func() { ss.present.Notice(n) })
 }
 
 // unsandboxedText tells the user commands run without a sandbox, and why;

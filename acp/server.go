@@ -311,6 +311,10 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (resp 
 	if err := s.checkSessionCwd(ctx, p.Cwd); err != nil {
 		return resp, err
 	}
+	roots, err := s.checkRoots(ctx, p.Cwd, p.AdditionalDirectories)
+	if err != nil {
+		return resp, err
+	}
 	id := replay.NewSessionID()
 	j, err := s.cfg.Store.Create(id, filepath.Clean(p.Cwd), s.cfg.Version)
 	if err != nil {
@@ -318,6 +322,7 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (resp 
 		return resp, sdk.NewInternalError(map[string]any{"error": "cannot create the session journal: " + err.Error()})
 	}
 	ss := s.newSession(id, filepath.Clean(p.Cwd), j)
+	s.setRoots(ss, roots)
 	s.startMCP(ss, p.McpServers) // before a prompt can find the session
 	ss.startSandbox(nil, true)
 	ss.afterOpen(ss.reportModel)
@@ -479,10 +484,15 @@ func (s *Server) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (r
 
 // LoadSession replays a journaled session, then keeps it open.
 func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (resp opened, err error) {
+	roots, err := s.checkRoots(ctx, p.Cwd, p.AdditionalDirectories)
+	if err != nil {
+		return resp, err
+	}
 	ss, err := s.reopen(string(p.SessionId), p.Cwd, true)
 	if err != nil {
 		return resp, err
 	}
+	s.setRoots(ss, roots) // else the recorded ones (reopen)
 	s.startMCP(ss, p.McpServers)
 	s.waitModels(ctx)
 	return opened{ss.id, sdk.LoadSessionResponse{Modes: modeState(ss.policy.Mode()), ConfigOptions: ss.configOptions()}}, nil
@@ -490,10 +500,15 @@ func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (res
 
 // ResumeSession restores a journaled session without replaying it.
 func (s *Server) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (resp opened, err error) {
+	roots, err := s.checkRoots(ctx, p.Cwd, p.AdditionalDirectories)
+	if err != nil {
+		return resp, err
+	}
 	ss, err := s.reopen(string(p.SessionId), p.Cwd, false)
 	if err != nil {
 		return resp, err
 	}
+	s.setRoots(ss, roots) // else the recorded ones (reopen)
 	s.startMCP(ss, p.McpServers)
 	s.waitModels(ctx)
 	return opened{ss.id, sdk.ResumeSessionResponse{Modes: modeState(ss.policy.Mode()), ConfigOptions: ss.configOptions()}}, nil

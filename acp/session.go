@@ -183,6 +183,11 @@ func (s *Server) presenter(id, cwd string, w *presentation.UpdateWriter, cards p
 	return presentation.NewPresenter(presentation.PresenterOptions{
 		Contents: contents,
 		Send:     func(u sdk.SessionUpdate) { sendUpdate(w, id, s.log, u) },
+		SendExtension: func(u any) {
+			if err := w.Extension(id, u); err != nil {
+				s.log.Debug("session/update not sent", zap.String("session", id), zap.Error(err))
+			}
+		},
 		Cards:    cards,
 		Caps:     caps.present,
 		Cwd:      s.runDir(cwd),
@@ -370,6 +375,7 @@ func (s *Server) reopen(id, cwd string, replayToClient bool) (*session, error) {
 	ss.restoreSettings(r.state)
 	ss.policy.Restore(r.state)
 	ss.startSandbox(r.state, false)
+	s.restoreRoots(ss, r.state)
 	if r.firstPrompt != nil {
 		if replayToClient {
 			ss.title.announce(*r.firstPrompt) // the title session/list shows, again

@@ -5,7 +5,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
-	"github.com/dsh-acp/dsh-acp/internal/event"
+	"github.com/dsh-acp/dsh-acp/presentation"
 
 	"github.com/dsh-acp/dsh-acp/internal/llm"
 )
@@ -99,7 +99,8 @@ func (ss *session) reportModel() {
 	if problem == "" || closed || ss.catalog.Configured() != ss.agent.Model() {
 		return
 	}
-	ss.present.Emit(event.ErrorMessage{Text: fmt.Sprintf("\n[%s]\n", problem)})
+	ss.present.Notice(presentation.NewNotice(presentation.SeverityWarning,
+		fmt.Sprintf("The model %q is not listed by the provider", ss.agent.Model()), problem))
 }
 
 // thinkingMayBeGone sends the config options once the provider refused the

@@ -91,6 +91,9 @@ type Request struct {
 	Workdir string
 	// SessionCwd is the calling session's cwd; empty for non-session callers.
 	SessionCwd string
+	// Roots are the session's additional directories (absolute): writable
+	// at workspace levels like SessionCwd (see Spec.Roots).
+	Roots []string
 	// Timeout as the model asked for it; zero means the configured default.
 	Timeout time.Duration
 	// Owner is the calling session's token; empty for non-session callers.
@@ -116,8 +119,12 @@ type Spec struct {
 	// Workspace is the absolute directory whose subtree a workspace level
 	// makes writable: the session cwd (Request.SessionCwd), else Workdir.
 	Workspace string
-	Stdin     []byte
-	Env       map[string]string
+	// Roots are more directories treated as Workspace is (a project of
+	// several folders): writable at workspace levels, with the same
+	// protected names inside each; visible read-only at read-only.
+	Roots []string
+	Stdin []byte
+	Env   map[string]string
 	// AllowNewRepository lets a confined command create a git repository
 	// at the workspace root where there is none (the user approved a `git
 	// init`; see permission.Verdict.CreatesRepository). Otherwise the

@@ -27,6 +27,8 @@ type Caps struct {
 	// Terminal: the client draws display-only terminals from _meta
 	// terminal_info / terminal_output / terminal_exit.
 	Terminal bool
+	// Session: the newer update kinds the client takes (schema.go).
+	Session SessionCaps
 }
 
 // CapsFrom reads Caps from the client's initialize capabilities:

@@ -65,6 +65,9 @@ type PresenterOptions struct {
 	// for long and never sees a turn's context: a cancelled turn's final
 	// update must still go out.
 	Send func(acp.SessionUpdate)
+	// SendExtension writes one update of a shape the SDK lacks (schema.go);
+	// nil draws those facts as text, as for a client without them.
+	SendExtension func(update any)
 	// Cards gives each call's card intents.
 	Cards CardIntents
 	// Caps are the client's capabilities.
@@ -153,7 +156,11 @@ func (p *Presenter) Emit(ev event.Event) {
 	case event.Usage:
 		p.opt.Send(UsageUpdate(e.Used, e.Size, e.Cost, e.Currency))
 	case event.Compaction:
-		p.opt.Send(acp.UpdateAgentMessageText(e.Note))
+		if p.opt.Caps.Session.Compaction && p.opt.SendExtension != nil {
+			p.opt.SendExtension(NewCompactionUpdate(e))
+		} else {
+			p.opt.Send(acp.UpdateAgentMessageText(e.Note))
+		}
 	case event.Command:
 		if p.opt.Replay {
 			p.opt.Send(acp.UpdateUserMessageText(e.Text))
@@ -165,6 +172,22 @@ func (p *Presenter) Emit(ev event.Event) {
 	case event.FileChanges:
 		p.opt.Send(ChangesCard(e, p.opt.Contents))
 	}
+}
+
+// TakesNotices reports whether Notice draws a notice update (the client
+// opted in), not text.
+func (p *Presenter) TakesNotices() bool {
+	return p.opt.Caps.Session.Notices && p.opt.SendExtension != nil
+}
+
+// Notice draws an out-of-turn fact: a notice update for a client that
+// takes them, else n's text as an agent message chunk.
+func (p *Presenter) Notice(n Notice) {
+	if p.TakesNotices() {
+		p.opt.SendExtension(n)
+		return
+	}
+	p.opt.Send(acp.UpdateAgentMessageText(n.Text()))
 }
 
 // UsageUpdate is the usage_update of used tokens in a window of size, with

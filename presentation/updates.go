@@ -65,6 +65,18 @@ func (u *UpdateWriter) SessionUpdate(_ context.Context, n sdk.SessionNotificatio
 	return err
 }
 
+// Extension writes one notification whose update is a shape the SDK lacks
+// (a Notice, a CompactionUpdate: see schema.go), through encoding/json.
+func (u *UpdateWriter) Extension(sessionID string, update any) error {
+	b, err := json.Marshal(wireNotification{JSONRPC: "2.0", Method: sdk.ClientMethodSessionUpdate,
+		Params: wireParams{SessionID: sdk.SessionId(sessionID), Update: update}})
+	if err != nil {
+		return err
+	}
+	_, err = u.w.Write(append(b, '\n'))
+	return err
+}
+
 // line encodes one notification into e.buf.
 func (e *lineEncoder) line(sessionID string, update sdk.SessionUpdate) ([]byte, error) {
 	if id, data, ok := LiveOutput(update); ok {

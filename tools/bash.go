@@ -101,6 +101,7 @@ func (t *bash) request(args bashArgs, call Call) executor.Request {
 		Command:    args.Command,
 		Workdir:    workdir,
 		SessionCwd: s.Cwd,
+		Roots:      s.Roots,
 		Timeout:    args.timeout(),
 		Owner:      s.ID,
 		Level:      level,

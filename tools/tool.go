@@ -102,6 +102,9 @@ type Prompter interface {
 type Session struct {
 	ID  string // owner token for the session's tasks
 	Cwd string // absolute
+	// Roots are the session's additional directories (absolute): writable
+	// at workspace levels as Cwd is.
+	Roots []string
 	// Level is the session's sandbox level: what its commands run at
 	// unless the call names another (Call.Level). Empty means the
 	// executor's default.

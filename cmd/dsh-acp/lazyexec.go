@@ -16,6 +16,7 @@ type localExecutor interface {
 	executor.Executor
 	executor.Confiner
 	SpillText(owner, base string, data []byte) (path string, err error)
+	RemoveSpills(owner string) error
 }
 
 // lazyExecutor is a localExecutor built on first use: the daemon answers
@@ -234,4 +235,14 @@ func (l *lazyExecutor) SpillText(owner, base string, data []byte) (string, error
 		return "", err
 	}
 	return ex.SpillText(owner, base, data)
+}
+
+// RemoveSpills implements acp's spill remover (session/delete). It builds
+// the executor: an earlier daemon's spill files of owner may be on disk.
+func (l *lazyExecutor) RemoveSpills(owner string) error {
+	ex, err := l.get()
+	if err != nil {
+		return err
+	}
+	return ex.RemoveSpills(owner)
 }

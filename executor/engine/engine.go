@@ -220,6 +220,7 @@ func (e *Engine) Resolve(req executor.Request) (executor.Spec, error) {
 		Owner:     req.Owner,
 		Level:     level,
 		Workspace: workspace,
+		Roots:     cleanRoots(req.Roots),
 		Stdin:     append([]byte(nil), req.Stdin...),
 		Env:       env,
 	}, nil
@@ -596,4 +597,17 @@ func (e *Engine) newCapture(owner, base string, streams bool) *capture {
 		size: e.cfg.CaptureBytes, streams: streams, spills: e.store,
 		owner: owner, base: base, spillCap: e.cfg.SpillCap, spillAfter: e.cfg.SpillAfter, log: e.log,
 	})
+}
+
+// cleanRoots is roots cleaned, relative ones left out (a session's
+// additional directories were checked absolute; nothing relative may
+// widen a sandbox).
+func cleanRoots(roots []string) []string {
+	var out []string
+	for _, r := range roots {
+		if filepath.IsAbs(r) {
+			out = append(out, filepath.Clean(r))
+		}
+	}
+	return out
 }

@@ -271,3 +271,18 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b) // never fails on Linux
 	return hex.EncodeToString(b)
 }
+
+// RemoveSpills removes owner's spill directory and every file in it (a
+// deleted session's output), through the spill root; nil when there is
+// none. Spill files a running task of owner still writes are unlinked
+// too: the caller kills owner's tasks first (session/delete does).
+func (e *Engine) RemoveSpills(owner string) error {
+	root, err := e.spills.current()
+	if err != nil {
+		return err
+	}
+	if err := root.RemoveAll(ownerDirName(owner)); err != nil {
+		return fmt.Errorf("remove spill files of %s: %w", owner, err)
+	}
+	return nil
+}

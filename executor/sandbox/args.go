@@ -13,7 +13,8 @@ import (
 // on the host are left out before the plan is built.
 type plan struct {
 	Level     executor.Level
-	Workspace string // writable at workspace levels, visible read-only at read-only
+	Workspace string   // writable at workspace levels, visible read-only at read-only
+	Roots     []string // more workspaces (Spec.Roots), bound as Workspace is
 	Workdir   string
 	Home      string   // shown read-only
 	Scratch   []string // throwaway writable directories (tmpfs), e.g. ~/.cache
@@ -80,6 +81,13 @@ func args(p plan) []string {
 		a = append(a, "--bind", p.Workspace, p.Workspace)
 	} else {
 		a = append(a, "--ro-bind", p.Workspace, p.Workspace)
+	}
+	for _, r := range p.Roots {
+		if p.Level.Writable() {
+			a = append(a, "--bind", r, r)
+		} else {
+			a = append(a, "--ro-bind", r, r)
+		}
 	}
 	if p.Workspace == "/" {
 		// Binding / again re-showed the host's /dev, /proc, /tmp and /run.

@@ -291,6 +291,9 @@ func (s *Spawner) plan(spec executor.Spec, spillDir string, infoFD int, argv []s
 		return plan{}, err
 	}
 	p := plan{Level: spec.Level, Workspace: workspace, Workdir: spec.Workdir, InfoFD: infoFD, Argv: argv}
+	if p.Roots, err = s.roots(spec.Roots, workspace); err != nil {
+		return plan{}, err
+	}
 	if home, ok := resolveExisting(s.home); ok {
 		p.Home = home
 	}
@@ -318,6 +321,12 @@ func (s *Spawner) plan(spec executor.Spec, spillDir string, infoFD int, argv []s
 		}
 		prot := s.protect(workspace, extra, others, spec.AllowNewRepository)
 		p.Protected, p.Pins, p.Placeholders = prot.ro, prot.pins, prot.placeholders
+		for _, r := range p.Roots {
+			prot := s.protect(r, extra, others, false)
+			p.Protected = append(p.Protected, prot.ro...)
+			p.Pins = append(p.Pins, prot.pins...)
+			p.Placeholders = append(p.Placeholders, prot.placeholders...)
+		}
 	}
 	if spec.Level.Network() {
 		if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && within(r, "/run") {
@@ -451,4 +460,28 @@ func setEnv(env []string, name, value string) []string {
 		}
 	}
 	return append(out, name+"="+value)
+}
+
+// roots resolves a spec's additional workspaces as the workspace is
+// resolved and checked (checkWorkspace); one that is the workspace, or
+// inside it or another root, adds nothing and is left out.
+func (s *Spawner) roots(given []string, workspace string) ([]string, error) {
+	var out []string
+	for _, g := range given {
+		if !filepath.IsAbs(g) {
+			return nil, fmt.Errorf("%w %q: an additional directory is not an absolute path", executor.ErrWorkdir, g)
+		}
+		r, err := filepath.EvalSymlinks(g)
+		if err != nil {
+			return nil, fmt.Errorf("%w %q: %w", executor.ErrWorkdir, g, unwrapPath(err))
+		}
+		if _, err := s.checkWorkspace(g, r); err != nil {
+			return nil, err
+		}
+		if within(r, workspace) || slices.ContainsFunc(out, func(o string) bool { return within(r, o) }) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }

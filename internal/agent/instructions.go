@@ -128,6 +128,9 @@ func readCapped(path string, limit int) (string, int, error) {
 func (s *Session) refreshSystem() (event.Instructions, bool) {
 	pi := readInstructions(s.cwd, s.cfg.InstructionsLimit, s.log)
 	s.system = s.base
+	if sec := rootsSection(s.AdditionalDirectories()); sec != "" {
+		s.system += "\n" + sec
+	}
 	if sec := s.box.PromptSection(s.toolSession()); sec != "" {
 		s.system += "\n\n" + sec
 	}

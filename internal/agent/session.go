@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	_ "embed"
+	"slices"
 	"strings"
 	"sync"
 
@@ -94,6 +95,7 @@ type Session struct {
 	modelName string
 	thinking  llm.Thinking   // guarded by modelMu
 	level     executor.Level // the sandbox level; guarded by modelMu
+	roots     []string       // additional directories (SetAdditionalDirectories); guarded by modelMu
 
 	noticeMu sync.Mutex
 	notices  []string
@@ -206,6 +208,32 @@ func (s *Session) takeInfos() []event.Event {
 		evs = append(evs, event.Info{Text: text})
 	}
 	return evs
+}
+
+// SetAdditionalDirectories sets the session's additional directories
+// (absolute, checked by the caller): its commands may write them as they
+// may the working directory, and the system prompt names them from the
+// next turn on.
+func (s *Session) SetAdditionalDirectories(dirs []string) {
+	s.modelMu.Lock()
+	defer s.modelMu.Unlock()
+	s.roots = slices.Clone(dirs)
+}
+
+// AdditionalDirectories are the session's additional directories.
+func (s *Session) AdditionalDirectories() []string {
+	s.modelMu.Lock()
+	defer s.modelMu.Unlock()
+	return s.roots
+}
+
+// rootsSection tells the model of the additional directories; "" when none.
+func rootsSection(dirs []string) string {
+	if len(dirs) == 0 {
+		return ""
+	}
+	return "The project also has these directories, which commands may use and write as they may the working directory: " +
+		strings.Join(dirs, ", ") + "."
 }
 
 // SetSandbox sets the sandbox level the session's commands run at (empty:
@@ -340,7 +368,7 @@ func (s *Session) toolDefs() []llm.ToolDef {
 }
 
 func (s *Session) toolSession() tools.Session {
-	return tools.Session{ID: s.id, Cwd: s.cwd, Level: s.Sandbox(), Files: s.files}
+	return tools.Session{ID: s.id, Cwd: s.cwd, Roots: s.AdditionalDirectories(), Level: s.Sandbox(), Files: s.files}
 }
 
 // SetClientFiles gives the session's tool calls the client's file methods
