@@ -170,9 +170,20 @@ func cards(us []update) map[string]*card {
 	return m
 }
 
+// isChangeCard reports whether a tool call id is a change card's (the
+// files a command changed, drawn after its own card: internal/changes).
+func isChangeCard(id string) bool { return strings.HasPrefix(id, "changes-") }
+
+// onlyCard is the one command card of us; a change card that follows it is
+// not counted.
 func onlyCard(t *testing.T, us []update) *card {
 	t.Helper()
 	cs := cards(us)
+	for id := range cs {
+		if isChangeCard(id) {
+			delete(cs, id)
+		}
+	}
 	if len(cs) != 1 {
 		t.Fatalf("want one card, got %d: %+v", len(cs), us)
 	}

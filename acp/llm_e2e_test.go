@@ -220,6 +220,9 @@ func llmCardSequence(t *testing.T, us []update) []*card {
 	closed := map[string]bool{}
 	open := ""
 	for _, u := range us {
+		if isChangeCard(u.ToolCallID) {
+			continue // a command's change card, drawn once and complete (internal/changes)
+		}
 		switch u.Kind {
 		case "tool_call":
 			if open != "" && !closed[open] {

@@ -232,28 +232,43 @@ type signalHandlers struct {
 	mu      sync.Mutex
 	stopped bool
 	undo    func()
+	// pipe keeps SIGPIPE notified for the rest of the process's life once
+	// installed (by install, or by stop if install never ran): a reply
+	// written during shutdown to a client that went away (the hang-up
+	// watcher may start the shutdown before the first request's handler
+	// writes) must return EPIPE, not kill the daemon.
+	pipe chan os.Signal
 }
 
-// install installs the handlers, once, unless stop came first.
+// catchPipe notifies SIGPIPE, once. Called with mu held.
+func (h *signalHandlers) catchPipe() {
+	if h.pipe == nil {
+		h.pipe = make(chan os.Signal, 1)
+		signal.Notify(h.pipe, syscall.SIGPIPE)
+	}
+}
+
+// install installs the handlers, once, unless stop came first (SIGPIPE's
+// in any case).
 func (h *signalHandlers) install(cancel func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.catchPipe()
 	if h.stopped || h.undo != nil {
 		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	stopWatch := context.AfterFunc(ctx, cancel)
-	pipe := make(chan os.Signal, 1)
-	signal.Notify(pipe, syscall.SIGPIPE)
-	h.undo = func() { stopWatch(); stop(); signal.Stop(pipe) }
+	h.undo = func() { stopWatch(); stop() }
 }
 
-// stop removes the handlers (and keeps a later install from installing
-// them).
+// stop removes the TERM, INT and HUP handlers (and keeps a later install
+// from installing them); SIGPIPE stays caught.
 func (h *signalHandlers) stop() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.stopped = true
+	h.catchPipe()
 	if h.undo != nil {
 		h.undo()
 	}
