@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -85,6 +86,7 @@ type scanner struct {
 	maxFirst int64 // bytes a first look keeps; past them, files are tracked by stat only
 	ignore   *ignorer
 	exclude  map[string]bool // relative paths never entered
+	stop     *atomic.Bool    // when set and true, a scan ends with ErrClosed
 
 	// per scan
 	prev    *Snapshot
@@ -221,6 +223,10 @@ func (sc *scanner) enter(fd int, path, name string, ign *ignoreSet) {
 
 // file records the regular file name of the directory open as fd.
 func (sc *scanner) file(fd int, path, name string) {
+	if sc.stop != nil && sc.stop.Load() {
+		sc.err = ErrClosed
+		return
+	}
 	if len(sc.next.files) >= sc.maxFiles {
 		sc.err = fmt.Errorf("%w: more than %d", ErrTooManyFiles, sc.maxFiles)
 		return

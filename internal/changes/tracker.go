@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dsh-acp/dsh-acp/internal/event"
 )
@@ -69,6 +70,14 @@ type Tracker struct {
 	tasks   map[string]string           // running tracked task → its call
 	early   map[string]bool             // tasks done before StartTask
 	closed  bool
+	// off, once set, is why the tree is not tracked for good (it holds more
+	// than MaxFiles files): every Begin returns it at once instead of
+	// walking the tree again.
+	off error
+
+	// stopping makes a scan in progress end at once (Close need not wait
+	// for the first look of a big tree).
+	stopping atomic.Bool
 
 	heldMu sync.Mutex
 	held   map[string]event.FileChanges // by call: waiting for the call's ToolResult
@@ -105,9 +114,11 @@ func NewTracker(opt Options) *Tracker {
 			sc.exclude[filepath.ToSlash(rel)] = true
 		}
 	}
-	return &Tracker{opt: opt, primed: make(chan struct{}), sc: sc,
+	t := &Tracker{opt: opt, primed: make(chan struct{}), sc: sc,
 		pending: map[string]event.FileChange{}, tasks: map[string]string{}, early: map[string]bool{},
 		held: map[string]event.FileChanges{}, hist: history{known: map[string]int{}}}
+	sc.stop = &t.stopping
+	return t
 }
 
 // SetSink sets Options.Sink, for a caller whose sink is built after the
@@ -126,7 +137,11 @@ func (t *Tracker) Prime() {
 			defer close(t.primed)
 			t.mu.Lock()
 			defer t.mu.Unlock()
-			t.base, _, _ = t.sc.look(nil) // a failure is retried by the next Begin
+			var err error
+			t.base, _, err = t.sc.look(nil) // a failure is retried by the next Begin
+			if errors.Is(err, ErrTooManyFiles) {
+				t.off = err // too big now is too big on the next command too
+			}
 		}()
 	})
 }
@@ -155,6 +170,9 @@ func (t *Tracker) Begin(ctx context.Context) error {
 	defer t.mu.Unlock()
 	if t.closed {
 		return ErrClosed
+	}
+	if t.off != nil {
+		return t.off
 	}
 	return t.refresh()
 }
@@ -365,6 +383,7 @@ func (t *Tracker) Defer(f func()) {
 // Close runs what was deferred and stops watching the tree. The tracker
 // is not used after.
 func (t *Tracker) Close() {
+	t.stopping.Store(true) // a look in progress ends: it holds mu
 	t.mu.Lock()
 	t.closed = true
 	t.sc.w.close()
