@@ -265,7 +265,7 @@ func TestE2ESlashCommands(t *testing.T) {
 	for _, c := range adv.Commands {
 		names = append(names, c.Name)
 	}
-	if strings.Join(names, ",") != "compact,model,mode,sandbox,allow-project,usage,help" || adv.Commands[1].Input == nil {
+	if strings.Join(names, ",") != "compact,model,thinking,mode,sandbox,allow-project,usage,undo,help" || adv.Commands[1].Input == nil {
 		t.Errorf("advertised commands %s", u)
 	}
 

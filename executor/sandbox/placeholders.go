@@ -43,6 +43,20 @@ func (ps *placeholders) init(stateDir string) {
 	ps.owner = strconv.Itoa(os.Getpid()) + "-" + procStart(os.Getpid())
 }
 
+// share takes one more use of the placeholder at path when this daemon
+// holds one there (another command's): a command that found the name
+// present must not take it for the user's entry, which the other
+// command's end would remove from under it.
+func (ps *placeholders) share(path string) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if h := ps.held[path]; h != nil {
+		h.n++
+		return true
+	}
+	return false
+}
+
 // make creates (or shares) the placeholder for the absent path; false when
 // it could not be made.
 func (ps *placeholders) make(path string, name protectedName) bool {

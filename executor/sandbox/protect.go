@@ -103,6 +103,12 @@ func (s *Spawner) protect(ws string, extra, others []string, newRepo bool) prote
 		}
 	}
 	entry := func(path string, name protectedName) {
+		if s.places.share(path) { // another command's placeholder: held for this one too
+			p.placeholders = append(p.placeholders, path)
+			p.ro = append(p.ro, path)
+			pin(path)
+			return
+		}
 		if _, err := os.Lstat(path); err == nil {
 			if r, ok := resolveExisting(path); ok && within(r, ws) {
 				p.ro = append(p.ro, r)
