@@ -25,9 +25,7 @@ func (s *Spawner) detect(name string) error {
 	if s.bwrap, err = findBwrap(name); err != nil {
 		return err
 	}
-	if !s.root {
-		s.unshare, s.unshareWhy = findUnshare()
-	}
+	s.unshare, s.unshareWhy = findUnshare()
 	return s.probe()
 }
 
@@ -149,8 +147,17 @@ func (s *Spawner) spawn(cmd engine.Command, spillDir string) (*process, error) {
 //     by util-linux unshare(1), a fresh (dumpable) program that maps its
 //     own ids and forks bwrap as pid 1; see viaUnshare.
 func (s *Spawner) launcher(l *local.Launch) (*syscall.SysProcAttr, error) {
-	if s.root {
+	if s.root && (!l.Guarded || s.unshare == "") {
 		return &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}, nil
+	}
+	if s.root {
+		// A launch from the guard thread: a daemon killed before bwrap
+		// armed --die-with-parent left it running (1 in 40 kills 0-4 ms
+		// after a spawn). unshare(1) gets the parent-death signal armed
+		// by the runtime before its exec, which checks the parent is
+		// still there, and kills bwrap when it dies.
+		l.Path, l.Args = s.unshare, append([]string{"unshare", "--pid", "--fork", "--kill-child", "--", l.Path}, l.Args[1:]...)
+		return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}, nil
 	}
 	if dumpable() {
 		return &syscall.SysProcAttr{
