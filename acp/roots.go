@@ -6,8 +6,8 @@ package acp
 // write them at workspace levels (executor.Request.Roots: the sandbox binds
 // each as it binds the cwd, with the same protected names inside), the
 // model is told of them in the system prompt, and they are journaled (a
-// state record) and restored on load when the client names none.
-// Change tracking (issue 26) is to cover them too once it is merged.
+// state record) and restored on load when the client names none. The
+// session's change tracker covers them too (changes.Tracker.SetRoots).
 
 import (
 	"context"
@@ -48,6 +48,7 @@ func (s *Server) setRoots(ss *session, dirs []string) {
 		return
 	}
 	ss.agent.SetAdditionalDirectories(s.runDirs(dirs))
+	ss.trackRoots(dirs)
 	if err := ss.journal.AppendState(stateRoots, dirs); err != nil {
 		ss.log.Warn("journal: additional directories not recorded", zap.String("session", ss.id), zap.Error(err))
 	}
@@ -72,6 +73,15 @@ func (s *Server) restoreRoots(ss *session, state map[string]json.RawMessage) {
 		}
 	}
 	ss.agent.SetAdditionalDirectories(s.runDirs(kept))
+	ss.trackRoots(kept)
+}
+
+// trackRoots has the session's change tracker (if any: never for a
+// remote executor) cover dirs too.
+func (ss *session) trackRoots(dirs []string) {
+	if ss.tracker != nil {
+		ss.tracker.SetRoots(dirs)
+	}
 }
 
 // runDirs are dirs where commands see them (runDir).

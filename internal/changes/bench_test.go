@@ -58,7 +58,7 @@ func BenchmarkFirstSnapshot(b *testing.B) {
 		b.StopTimer()
 		tr, _ := newBenchTracker(b, 10000)
 		b.StartTimer()
-		if _, _, err := tr.sc.first(); err != nil {
+		if _, _, err := tr.roots[0].sc.first(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -77,13 +77,13 @@ func itoa(n int) string { return fmt.Sprint(n) }
 // contents the store already holds (a second session in the same project).
 func BenchmarkFirstSnapshotKept(b *testing.B) {
 	tr, _ := newBenchTracker(b, 10000)
-	if _, _, err := tr.sc.first(); err != nil {
+	if _, _, err := tr.roots[0].sc.first(); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		tr.sc.ignore = newIgnorer(tr.opt.Dir)
-		if _, _, err := tr.sc.first(); err != nil {
+		tr.roots[0].sc.ignore = newIgnorer(tr.opt.Dir)
+		if _, _, err := tr.roots[0].sc.first(); err != nil {
 			b.Fatal(err)
 		}
 	}

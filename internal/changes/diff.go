@@ -3,6 +3,7 @@ package changes
 import (
 	"bytes"
 	"sort"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/dsh-acp/dsh-acp/internal/event"
@@ -141,7 +142,7 @@ func merge(store *Store, earlier, later []event.FileChange) []event.FileChange {
 	for _, c := range byPath {
 		out = append(out, c)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	sort.Slice(out, func(i, j int) bool { return lessPath(out[i].Path, out[j].Path) })
 	for i := range out {
 		if i >= MaxDescribed {
 			break
@@ -149,4 +150,14 @@ func merge(store *Store, earlier, later []event.FileChange) []event.FileChange {
 		describe(store, &out[i])
 	}
 	return out
+}
+
+// lessPath orders paths as a command's changes are listed: the session's
+// directory's (relative) first, then the additional directories'
+// (absolute), each by name.
+func lessPath(a, b string) bool {
+	if absA, absB := strings.HasPrefix(a, "/"), strings.HasPrefix(b, "/"); absA != absB {
+		return absB
+	}
+	return a < b
 }

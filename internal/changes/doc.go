@@ -1,5 +1,6 @@
 // Package changes sees what commands do to the files of a session's
-// directory, keeps the contents it needs, and takes changes back (/undo).
+// directory and of its additional directories, keeps the contents it
+// needs, and takes changes back (/undo).
 //
 // A Tracker wraps a command the way the sandbox does: Begin before it,
 // End after it. Begin looks at the tree (what changed since the last look
@@ -20,6 +21,7 @@
 //	fan := fanout{title, journal, presenter}                          // presenter: PresenterOptions.Contents = store
 //	tr.SetSink(fan)
 //	agent := agent.NewSession(id, cwd, model, box, tr.Sink(), approver, cfg)
+//	tr.SetRoots(additionalDirectories)                              // when the session has (or restores) them
 //	// after the session/new reply: tr.Prime(); on session/load: tr.Observe(ev) for each replayed event;
 //	// "/undo [turn]": agent.Command(ctx, text, func(ctx) string { return tr.Undo(ctx, args) }); at close: tr.Close()
 //
@@ -32,6 +34,22 @@
 // file whose key changed is read. The first look reads every file; Prime
 // takes it in the background when the session opens, and the first Begin
 // waits for it.
+//
+// Every root is tracked alike: the session's directory and each
+// additional directory (SetRoots) has its own watcher, stat cache,
+// ignore rules and limits (MaxFiles, MaxFirst), and one command's changes
+// in all of them make one event. A path in the session's directory is
+// relative to it (FileChanges.Dir), a path in an additional directory is
+// absolute: the folder's name as a prefix could not be told from a
+// subdirectory of the same name in the session's directory (nor two
+// folders of one name apart), an absolute path cannot be confused, is what
+// ACP's diffs and locations carry anyway, and reads the same after a
+// reload whatever the client then sends. The journal keeps the paths as
+// they are, so replay draws the same card; /undo writes a path only in the
+// tracked root holding it now (an absolute path in no current root is
+// refused, never written). A root equal to or under another is tracked
+// once, by the outer one; the session's directory under an additional one
+// is left out of that one.
 //
 // Ignored files are not tracked: .git itself, and what the repository's
 // ignore rules name (each directory's .gitignore, the .gitignore files
@@ -57,8 +75,8 @@
 //
 // # Known limits
 //
-//   - Only the session's directory is tracked: a command's writes outside
-//     it (its home, /tmp) are not seen. Commands run through the ssh
+//   - Only the session's directories are tracked: a command's writes
+//     outside them (its home, /tmp) are not seen. Commands run through the ssh
 //     executor write on another machine and are not tracked.
 //   - Symlinks, fifos and devices are not tracked; a rename is a deletion
 //     and a creation; a file written through mmap without a later close
@@ -77,5 +95,10 @@
 //   - The store is not bounded in size, only in age: a session that keeps
 //     rewriting a big file keeps every version for 30 days.
 //   - Undo writes as the daemon (never inside the sandbox), only under the
-//     session's directory (an os.Root: no path or symlink leads out).
+//     session's directories (an os.Root per root: no path or symlink leads
+//     out). A change in an additional directory the session no longer has
+//     cannot be undone until the folder is added back.
+//   - An additional directory set after the first look gets its own first
+//     look in the background; a command that starts before it ends sees
+//     no changes there.
 package changes

@@ -22,19 +22,19 @@ func TestLookCosts(t *testing.T) {
 		if err := f.tr.Begin(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if f.tr.sc.w == nil && !noWatch {
+		if f.tr.roots[0].sc.w == nil && !noWatch {
 			t.Skip("inotify is not available here")
 		}
 		f.tr.End("warm-up")
-		f.tr.sc.racyAt = 0
-		for p, e := range f.tr.base.files {
+		f.tr.roots[0].sc.racyAt = 0
+		for p, e := range f.tr.roots[0].base.files {
 			e.racy = false
-			f.tr.base.files[p] = e
+			f.tr.roots[0].base.files[p] = e
 		}
-		for _, ds := range f.tr.base.dirs {
+		for _, ds := range f.tr.roots[0].base.dirs {
 			ds.racy = false
 		}
-		stats, reads := f.tr.sc.stats, f.tr.sc.reads
+		stats, reads := f.tr.roots[0].sc.stats, f.tr.roots[0].sc.reads
 		if err := f.tr.Begin(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +42,7 @@ func TestLookCosts(t *testing.T) {
 			t.Fatal(err)
 		}
 		ev, _ := f.tr.End("c")
-		gotStats, gotReads := f.tr.sc.stats-stats, f.tr.sc.reads-reads
+		gotStats, gotReads := f.tr.roots[0].sc.stats-stats, f.tr.roots[0].sc.reads-reads
 		if len(ev.Files) != 1 || gotReads != 1 {
 			t.Errorf("noWatch=%v: %d changes, %d reads", noWatch, len(ev.Files), gotReads)
 		}
@@ -72,7 +72,7 @@ func TestFirstLookBudget(t *testing.T) {
 		t.Errorf("the first look kept %d bytes, more than its 1000", got)
 	}
 	var notKept string
-	for p, e := range f.tr.base.files {
+	for p, e := range f.tr.roots[0].base.files {
 		if e.hash == "" {
 			notKept = p
 			break

@@ -25,6 +25,7 @@ const (
 // Options configure a Tracker.
 type Options struct {
 	// Dir is the tree to track: the session's directory, absolute.
+	// Tracker.SetRoots adds the session's additional directories.
 	Dir string
 	// Store keeps the contents (shared by the daemon's sessions).
 	Store *Store
@@ -41,16 +42,18 @@ type Options struct {
 	// past them files are tracked by stat only, as large ones are, until a
 	// command changes them.
 	MaxFirst int64
-	// Exclude are absolute paths under Dir never tracked. The state dir
-	// holding Store is always excluded (journals and spill files change
-	// with every command when it lies under Dir).
+	// Exclude are absolute paths never tracked (under Dir or an
+	// additional directory). The state dir holding Store is always
+	// excluded (journals and spill files change with every command when
+	// it lies under a tracked tree).
 	Exclude []string
 	// NoWatch looks at every file each time (with the stat cache), as
 	// where inotify is missing; for tests and benchmarks.
 	NoWatch bool
 }
 
-// Tracker tracks what commands do to the files of one session's directory.
+// Tracker tracks what commands do to the files of one session's directory
+// and of its additional directories (SetRoots).
 // A tracked command is Begin, the command, then End (or StartTask and,
 // later, TaskDone for a background task); End emits one FileChanges event
 // when files changed. Undo takes changes back. The tracker also learns the
@@ -63,17 +66,16 @@ type Tracker struct {
 	primeOnce sync.Once
 	primed    chan struct{} // closed when the first snapshot is done
 
-	mu      sync.Mutex // guards what follows; held during scans
-	sc      *scanner
-	base    *Snapshot                   // the tree as last seen
+	mu      sync.Mutex                  // guards what follows; held during scans
+	roots   []*root                     // the session's directory first, then its additional ones
 	pending map[string]event.FileChange // changes seen while background tasks ran
 	tasks   map[string]string           // running tracked task → its call
 	early   map[string]bool             // tasks done before StartTask
 	closed  bool
-	// off, once set, is why the tree is not tracked for good (it holds more
-	// than MaxFiles files): every Begin returns it at once instead of
-	// walking the tree again.
-	off error
+
+	wantMu  sync.Mutex // guards want and wantSet
+	want    []string   // the additional directories SetRoots asked for
+	wantSet bool       // want not taken up yet (syncRoots)
 
 	// stopping makes a scan in progress end at once (Close need not wait
 	// for the first look of a big tree).
@@ -107,17 +109,10 @@ func NewTracker(opt Options) *Tracker {
 	if opt.Store != nil {
 		opt.Exclude = append(opt.Exclude, filepath.Dir(opt.Store.dir))
 	}
-	sc := &scanner{root: opt.Dir, store: opt.Store, maxKept: opt.MaxKept, maxFiles: opt.MaxFiles, maxFirst: opt.MaxFirst,
-		ignore: &ignorer{sets: map[string]*ignoreSet{}}, exclude: map[string]bool{}, noWatch: opt.NoWatch}
-	for _, x := range opt.Exclude {
-		if rel, err := filepath.Rel(opt.Dir, x); err == nil && rel != "." && filepath.IsLocal(rel) {
-			sc.exclude[filepath.ToSlash(rel)] = true
-		}
-	}
-	t := &Tracker{opt: opt, primed: make(chan struct{}), sc: sc,
+	t := &Tracker{opt: opt, primed: make(chan struct{}),
 		pending: map[string]event.FileChange{}, tasks: map[string]string{}, early: map[string]bool{},
 		held: map[string]event.FileChanges{}, hist: history{known: map[string]int{}}}
-	sc.stop = &t.stopping
+	t.roots = []*root{t.newRoot(opt.Dir, false, opt.Exclude)}
 	return t
 }
 
@@ -126,22 +121,19 @@ func NewTracker(opt Options) *Tracker {
 // that holds the tracker). Call it before the first command.
 func (t *Tracker) SetSink(s event.Sink) { t.opt.Sink = s }
 
-// Dir is the tracked directory.
+// Dir is the session's directory, the first tracked one.
 func (t *Tracker) Dir() string { return t.opt.Dir }
 
-// Prime starts the first snapshot in the background (once; later calls do
-// nothing), so no prompt waits for it unless a command comes first.
+// Prime starts the first snapshot of every root in the background (once;
+// later calls do nothing), so no prompt waits for it unless a command
+// comes first.
 func (t *Tracker) Prime() {
 	t.primeOnce.Do(func() {
 		go func() {
 			defer close(t.primed)
 			t.mu.Lock()
 			defer t.mu.Unlock()
-			var err error
-			t.base, _, err = t.sc.look(nil) // a failure is retried by the next Begin
-			if errors.Is(err, ErrTooManyFiles) {
-				t.off = err // too big now is too big on the next command too
-			}
+			_, _, _ = t.lookAll() // a failure is retried by the next Begin
 		}()
 	})
 }
@@ -157,10 +149,12 @@ func (t *Tracker) Wait(ctx context.Context) error {
 	}
 }
 
-// Begin notes the tree's state before a command: what changed since the
+// Begin notes the trees' state before a command: what changed since the
 // last look is not the command's (the user's own edits), except while a
 // tracked background task runs, whose changes it then is. It waits for the
-// first snapshot. An error means the command runs untracked.
+// first snapshot. An error means no tree could be looked at and the
+// command runs untracked; a tree that alone could not is left out of the
+// command's changes.
 func (t *Tracker) Begin(ctx context.Context) error {
 	t.release()
 	if err := t.Wait(ctx); err != nil {
@@ -171,26 +165,22 @@ func (t *Tracker) Begin(ctx context.Context) error {
 	if t.closed {
 		return ErrClosed
 	}
-	if t.off != nil {
-		return t.off
-	}
 	return t.refresh()
 }
 
 // ErrClosed is returned by Begin after Close.
 var ErrClosed = errors.New("change tracker closed")
 
-// refresh looks at the tree; changes since the last look go to pending
+// refresh looks at the trees; changes since the last look go to pending
 // while tracked tasks run, else they are no one's. t.mu is held.
 func (t *Tracker) refresh() error {
-	s, cs, err := t.sc.look(t.base)
+	cs, _, err := t.lookAll()
 	if err != nil {
 		return err
 	}
 	if len(t.tasks) > 0 {
 		t.addPending(cs)
 	}
-	t.base = s
 	return nil
 }
 
@@ -219,14 +209,7 @@ func (t *Tracker) End(call string) (ev event.FileChanges, ok bool) {
 		t.mu.Unlock()
 		return event.FileChanges{}, false
 	}
-	first := t.base == nil
-	s, files, err := t.sc.look(t.base)
-	if err == nil {
-		t.base = s
-	}
-	if first {
-		files = nil // no look before the command: nothing to compare with
-	}
+	files, _, _ := t.lookAll() // a tree without a look before the command finds nothing
 	t.mu.Unlock()
 	if len(files) == 0 {
 		return event.FileChanges{}, false
@@ -386,8 +369,9 @@ func (t *Tracker) Close() {
 	t.stopping.Store(true) // a look in progress ends: it holds mu
 	t.mu.Lock()
 	t.closed = true
-	t.sc.w.close()
-	t.sc.w, t.sc.noWatch = nil, true
+	for _, r := range t.roots {
+		r.close()
+	}
 	t.mu.Unlock()
 	t.closeMu.Lock()
 	fs := t.closers

@@ -139,7 +139,7 @@ func TestCommandsThatWrite(t *testing.T) {
 			f.write("src/a.go", "package a\n")
 			f.write("old.txt", "old\n")
 			if !watch {
-				f.tr.sc.noWatch = true
+				f.tr.roots[0].sc.noWatch = true
 			}
 			cases := []struct {
 				command, want string
@@ -216,7 +216,7 @@ func TestIgnoredAndUserEdits(t *testing.T) {
 // A file whose stat is unchanged is not read again.
 func TestStatCacheSparesReads(t *testing.T) {
 	f := newFixture(t)
-	f.tr.sc.noWatch = true
+	f.tr.roots[0].sc.noWatch = true
 	for i := 0; i < 50; i++ {
 		f.write(filepath.Join("d", string(rune('a'+i%26))+strings.Repeat("x", i/26)+".txt"), "content\n")
 	}
@@ -225,9 +225,9 @@ func TestStatCacheSparesReads(t *testing.T) {
 	}
 	time.Sleep(2 * racySlack)
 	f.run("warm", "true") // reads again what was racy at the first look
-	before := f.tr.sc.reads
+	before := f.tr.roots[0].sc.reads
 	f.run("c", "echo changed > d/a.txt")
-	if got := f.tr.sc.reads - before; got != 1 {
+	if got := f.tr.roots[0].sc.reads - before; got != 1 {
 		t.Errorf("a command that changed one file of 50 read %d files, want 1", got)
 	}
 }

@@ -119,17 +119,14 @@ func (t *Tracker) Undo(ctx context.Context, arg string) string {
 }
 
 // undo puts back targets' files (newest change first) and returns the
-// undo's event.
+// undo's event. Each file is written in the tracked root that holds it
+// (an os.Root), a file in no root tracked now is refused.
 func (t *Tracker) undo(targets []event.FileChanges) (event.FileChanges, error) {
-	root, err := os.OpenRoot(t.opt.Dir)
-	if err != nil {
-		return event.FileChanges{}, err
-	}
-	defer root.Close()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	_ = t.refresh() // what happened before the undo stays out of it
-	u := undoer{root: root, store: t.opt.Store, maxKept: t.opt.MaxKept}
+	u := undoer{locate: t.locate, opened: map[*root]*os.Root{}, store: t.opt.Store, maxKept: t.opt.MaxKept}
+	defer u.close()
 	ev := event.FileChanges{ID: "undo-" + randomSuffix(), Dir: t.opt.Dir}
 	for _, c := range targets {
 		ev.Undoes = append(ev.Undoes, c.ID)
@@ -137,29 +134,57 @@ func (t *Tracker) undo(targets []event.FileChanges) (event.FileChanges, error) {
 			u.restore(c.Files[i])
 		}
 	}
-	if s, _, err := t.sc.look(t.base); err == nil {
-		t.base = s // the undo's own writes are no one's change
-	}
+	_, _, _ = t.lookAll() // the undo's own writes are no one's change
 	ev.Files = merge(t.opt.Store, nil, u.done)
 	ev.Refused = u.refused
 	return ev, nil
 }
 
-// undoer restores files under root.
+// undoer restores files under the tracked roots.
 type undoer struct {
-	root    *os.Root
+	locate  func(p string) (*root, string, bool)
+	opened  map[*root]*os.Root
+	root    *os.Root // the root of the file being restored
 	store   *Store
 	maxKept int64
 	done    []event.FileChange // what was put back, in order
 	refused []string
 }
 
+// open makes u.root the os.Root holding path p and returns p's name in it;
+// ok is false (and p refused) when p lies in no tracked root or is not a
+// clean local path there.
+func (u *undoer) open(p string) (name string, ok bool) {
+	r, rel, found := u.locate(p)
+	name = filepath.FromSlash(rel)
+	if !found || !filepath.IsLocal(name) || path.Clean(rel) != rel {
+		u.refuse(p, "is not a path under the session's directories")
+		return "", false
+	}
+	if u.opened[r] == nil {
+		or, err := os.OpenRoot(r.dir)
+		if err != nil {
+			u.refuse(p, err.Error())
+			return "", false
+		}
+		u.opened[r] = or
+	}
+	u.root = u.opened[r]
+	return name, true
+}
+
+// close closes the roots opened.
+func (u *undoer) close() {
+	for _, r := range u.opened {
+		r.Close()
+	}
+}
+
 // restore puts f's path back to what it held before f, if it still holds
 // what f left.
 func (u *undoer) restore(f event.FileChange) {
-	name := filepath.FromSlash(f.Path)
-	if !filepath.IsLocal(name) || path.Clean(f.Path) != f.Path {
-		u.refuse(f.Path, "is not a path under the session's directory")
+	name, ok := u.open(f.Path)
+	if !ok {
 		return
 	}
 	if f.Large {

@@ -146,7 +146,7 @@ func TestUndoRefusesPathsOutside(t *testing.T) {
 	if b, _ := os.ReadFile(outside); string(b) != "safe\n" {
 		t.Fatalf("the file outside was touched: %q", b)
 	}
-	if !strings.Contains(reply, "../victim.txt is not a path under the session's directory; not undone") {
+	if !strings.Contains(reply, "../victim.txt is not a path under the session's directories; not undone") {
 		t.Errorf("reply %q", reply)
 	}
 }

@@ -353,7 +353,8 @@ type FileChanges struct {
 
 // FileChange is one file created, modified or deleted.
 type FileChange struct {
-	// Path is slash-separated, relative to FileChanges.Dir.
+	// Path is slash-separated, relative to FileChanges.Dir, or absolute
+	// for a file in one of the session's additional directories.
 	Path string `json:"path"`
 	// Op is ChangeCreated, ChangeModified or ChangeDeleted.
 	Op string `json:"op"`
