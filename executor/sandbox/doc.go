@@ -41,7 +41,8 @@
 // executor.Spec.AllowNewRepository (an approved git init).
 //
 // RemoteWrapper builds the same levels on an ssh host (executor/ssh), with
-// the protected set's existing entries only.
+// the additional directories bound as the workspace is, and the protected
+// set's existing entries only.
 //
 // # No survivor, no window at start
 //

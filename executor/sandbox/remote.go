@@ -28,15 +28,22 @@ const RemoteProbe = `command -v bwrap >/dev/null && command -v unshare >/dev/nul
 // RemoteWrapper returns bash that, evaluated in the command's shell on the
 // host after it changed to the command's directory, replaces that shell by
 // the script held in the variable scriptVar run inside bubblewrap at level
-// (confined), with workspace (absolute, on the host) writable at the
-// workspace levels. pre names a bash array variable whose words go before
-// the launcher (e.g. env -u NAME), or "". A workspace that does not exist
-// there ends the shell with status 126 and a line saying so.
-func RemoteWrapper(level executor.Level, workspace, scriptVar, pre string) string {
+// (confined), with workspace and roots (absolute, on the host: the
+// session's additional directories) writable at the workspace levels, the
+// protected names inside each read-only. pre names a bash array variable
+// whose words go before the launcher (e.g. env -u NAME), or "". A
+// workspace or root that does not exist there ends the shell with status
+// 126 and a line saying so.
+func RemoteWrapper(level executor.Level, workspace, scriptVar, pre string, roots ...string) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...); b.WriteString("; ") }
 	w(`__dsh_w=$(realpath -e -- %s 2>/dev/null) || { printf 'dsh-acp: the workspace %%s does not exist on the host\n' %s >&2; exit 126; }`,
 		shq(workspace), shq(workspace))
+	w(`__dsh_r=("$__dsh_w")`)
+	for _, r := range roots {
+		w(`__dsh_x=$(realpath -e -- %s 2>/dev/null) || { printf 'dsh-acp: the additional directory %%s does not exist on the host\n' %s >&2; exit 126; }; __dsh_r+=("$__dsh_x")`,
+			shq(r), shq(r))
+	}
 	w(`__dsh_a=(--die-with-parent --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try --unshare-user --disable-userns --cap-drop ALL)`)
 	if !level.Network() {
 		w(`__dsh_a+=(--unshare-net)`)
@@ -44,11 +51,11 @@ func RemoteWrapper(level executor.Level, workspace, scriptVar, pre string) strin
 	w(`__dsh_a+=(--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /run)`)
 	w(`[ -d "$HOME" ] && __dsh_a+=(--ro-bind "$HOME" "$HOME")`)
 	w(`for __dsh_p in "$HOME/.cache"; do [ -d "$__dsh_p" ] && __dsh_a+=(--tmpfs "$__dsh_p"); done`)
+	bind := "--ro-bind"
 	if level.Writable() {
-		w(`__dsh_a+=(--bind "$__dsh_w" "$__dsh_w")`)
-	} else {
-		w(`__dsh_a+=(--ro-bind "$__dsh_w" "$__dsh_w")`)
+		bind = "--bind"
 	}
+	w(`for __dsh_d in "${__dsh_r[@]}"; do __dsh_a+=(%s "$__dsh_d" "$__dsh_d"); done`, bind)
 	if level.Writable() {
 		var rel []string
 		for _, r := range DefaultProtected {
@@ -57,8 +64,9 @@ func RemoteWrapper(level executor.Level, workspace, scriptVar, pre string) strin
 		for _, g := range gitProtected {
 			rel = append(rel, shq(".git/"+g.name))
 		}
-		w(`for __dsh_p in %s; do __dsh_q=$(realpath -e -- "$__dsh_w/$__dsh_p" 2>/dev/null) || continue; `+
-			`case $__dsh_q in "$__dsh_w"/*) [ "$__dsh_p" = .git ] && [ -d "$__dsh_q" ] || __dsh_a+=(--ro-bind "$__dsh_q" "$__dsh_q");; esac; done`,
+		// After every bind: a root inside another cannot re-open what is protected there.
+		w(`for __dsh_d in "${__dsh_r[@]}"; do for __dsh_p in %s; do __dsh_q=$(realpath -e -- "$__dsh_d/$__dsh_p" 2>/dev/null) || continue; `+
+			`case $__dsh_q in "$__dsh_d"/*) [ "$__dsh_p" = .git ] && [ -d "$__dsh_q" ] || __dsh_a+=(--ro-bind "$__dsh_q" "$__dsh_q");; esac; done; done`,
 			strings.Join(rel, " "))
 	}
 	// Hidden after protected: a protected directory re-shows what is below it.
@@ -70,7 +78,7 @@ func RemoteWrapper(level executor.Level, workspace, scriptVar, pre string) strin
 	if pre != "" {
 		launch = `"${` + pre + `[@]}" ` + launch
 	}
-	b.WriteString("unset -v __dsh_p __dsh_q __dsh_h; exec " + launch)
+	b.WriteString("unset -v __dsh_p __dsh_q __dsh_h __dsh_d __dsh_r __dsh_x; exec " + launch)
 	return b.String()
 }
 

@@ -81,7 +81,10 @@
 //     the command inside the host's bubblewrap (sandbox.RemoteWrapper: the
 //     local levels' namespaces and mounts, the hidden list with the host's
 //     $HOME and variables, the protected set's existing entries read-only,
-//     util-linux unshare(1) as the launcher), probed once at the first
+//     the session's additional directories (executor.Spec.Roots) writable
+//     at the workspace levels as the workspace is, one missing on the host
+//     refusing the command with status 126, util-linux unshare(1) as the
+//     launcher), probed once at the first
 //     confined command; where the host cannot build it, every command at a
 //     confined level is refused with the probe's reason (wrapping
 //     executor.ErrSandbox). Absent protected names get no placeholder and

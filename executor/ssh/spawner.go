@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -51,7 +52,7 @@ func (s *Spawner) Spawn(cmd engine.Command) (engine.Process, error) {
 		if !path.IsAbs(spec.Workspace) {
 			return nil, fmt.Errorf("%w %q: the workspace is not an absolute path", executor.ErrWorkdir, spec.Workspace)
 		}
-		wrapper = sandbox.RemoteWrapper(spec.Level, spec.Workspace, "__dsh_s", "__dsh_pre")
+		wrapper = sandbox.RemoteWrapper(spec.Level, spec.Workspace, "__dsh_s", "__dsh_pre", remoteRoots(spec)...)
 	}
 	if !path.IsAbs(spec.Workdir) {
 		return nil, fmt.Errorf("%w %q: not an absolute path", executor.ErrWorkdir, spec.Workdir)
@@ -136,4 +137,18 @@ func lastLine(s string) string {
 		return s[i+1:]
 	}
 	return s
+}
+
+// remoteRoots are spec's additional directories as the host's sandbox
+// binds them: absolute, clean, without the workspace or a repeat (with an
+// address path every client directory maps to that one).
+func remoteRoots(spec executor.Spec) []string {
+	var out []string
+	for _, r := range spec.Roots {
+		r = path.Clean(r)
+		if path.IsAbs(r) && r != path.Clean(spec.Workspace) && !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
