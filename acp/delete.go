@@ -47,7 +47,8 @@ func errNoSession(id string) error {
 
 // DeleteSession removes a session for good: a session open in this daemon
 // is closed first (as session/close), then its journal, its spill files
-// and its change-store data are removed. A session another daemon serves
+// and the change-store contents no other session uses
+// (changes.Store.Forget) are removed. A session another daemon serves
 // is refused (its journal is locked: nothing is removed); an unknown id is
 // -32002. Spill removal is best effort once the journal is gone (the age
 // sweep takes what is left); its failure is logged, not answered.
@@ -71,8 +72,11 @@ func (s *Server) DeleteSession(ctx context.Context, p DeleteSessionRequest) (res
 			s.log.Warn("session/delete: spill files left", zap.String("session", id), zap.Error(err))
 		}
 	}
-	// Hook: the change store (issue 26, not merged yet) removes the
-	// session's recorded contents here, e.g. s.cfg.Changes.Delete(id).
+	if store := s.changeStore(); store != nil {
+		if _, err := store.Forget(id); err != nil { // what it kept that no other session uses
+			s.log.Warn("session/delete: change-store contents left to the age sweep", zap.String("session", id), zap.Error(err))
+		}
+	}
 	s.log.Info("session/delete", zap.String("session", id))
 	return resp, nil
 }

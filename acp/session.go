@@ -126,7 +126,7 @@ func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
 		sandboxes: s.sandbox, models: s.models, settled: make(chan struct{})}
 	reg := s.cfg.Tools
 	if store := s.changeStore(); store != nil {
-		ss.tracker = changes.NewTracker(changes.Options{Dir: s.runDir(cwd), Store: store})
+		ss.tracker = changes.NewTracker(changes.Options{Dir: s.runDir(cwd), Store: store, Session: id})
 		reg = tools.Tracked(reg, ss.tracker)
 	}
 	ss.box = mcp.NewToolbox(reg)

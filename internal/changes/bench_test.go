@@ -22,7 +22,7 @@ func newBenchTracker(b *testing.B, n int) (*Tracker, string) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	return NewTracker(Options{Dir: tree, Store: st}), tree
+	return NewTracker(Options{Dir: tree, Store: st, Session: "bench"}), tree // records ownership, as a session does
 }
 
 // BenchmarkTrack is what tracking adds to one command that changes one

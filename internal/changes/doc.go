@@ -66,6 +66,24 @@
 // first look's budget, are tracked by their stat alone: listed, never
 // diffed or undone, until a command changes them.
 //
+// Deleting a session (session/delete) calls Store.Forget: the store
+// records, per session (Options.Session), every content its tracker kept
+// or found kept (owners/<session>: the whole tree at a first look, then
+// each file a look read — a superset of what its cards and /undo name),
+// and Forget removes from disk the contents no other session's records
+// name: loose ones are unlinked, a pack holding one is removed after the
+// contents it holds for others are kept loose. So once session/delete
+// answers, a deleted thread's file contents are gone unless another
+// thread (of any daemon sharing the state dir) also saw the very same
+// bytes — a content shared is the other thread's as much. Looks hold
+// owners/.lock shared, Forget holds it exclusive, so a content a look has
+// just found kept is recorded before Forget can take it; stores of other
+// daemons drop their belief that removed contents are held at their next
+// look (owners/.gen). What no record names (kept before records existed)
+// and what a session of a crashed daemon kept but did not record yet is
+// left to the age sweep (DefaultMaxAge after its last use, at the next
+// OpenStore), which also takes the records of sessions not tracked since.
+//
 // Undo takes back the newest change not yet undone, or every change of
 // the last turn that has one ("/undo turn"). A file is put back only if it
 // still holds what the change left, else it is named and left alone. The
@@ -94,6 +112,12 @@
 //     milliseconds per command in a big tree.
 //   - The store is not bounded in size, only in age: a session that keeps
 //     rewriting a big file keeps every version for 30 days.
+//   - Forget reads every session's records (32 bytes per content each
+//     session saw: ~320 KiB for a tree of 10 000 files) and the index of
+//     every pack; a content seen by two sessions stays until both are
+//     deleted (or swept). Contents kept before ownership records existed
+//     are swept by age only. A removed pack's other contents become loose
+//     files (one per content).
 //   - Undo writes as the daemon (never inside the sandbox), only under the
 //     session's directories (an os.Root per root: no path or symlink leads
 //     out). A change in an additional directory the session no longer has

@@ -150,27 +150,32 @@ func (s *Store) holds(h string, sum [sha256.Size]byte) bool {
 	return ok
 }
 
-// loadPacks reads every pack's index (once per store).
+// loadPacks reads every pack's index (once per store, and again after a
+// Forget: see refreshCaches).
 func (s *Store) loadPacks() {
-	s.packsOnce.Do(func() {
-		ents, _ := readDir(s.root, "packs")
-		for _, e := range ents {
-			if !strings.HasSuffix(e.Name(), ".pack") || !e.Type().IsRegular() {
-				continue
-			}
-			idx, err := s.readIndex(e.Name())
-			if err != nil {
-				continue // a damaged pack: its contents count as not kept
-			}
-			s.mu.Lock()
-			for sum, loc := range idx {
-				if _, ok := s.packed[sum]; !ok {
-					s.packed[sum] = loc
-				}
-			}
-			s.mu.Unlock()
+	s.packsMu.Lock()
+	defer s.packsMu.Unlock()
+	if s.packsLoaded {
+		return
+	}
+	s.packsLoaded = true
+	ents, _ := readDir(s.root, "packs")
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".pack") || !e.Type().IsRegular() {
+			continue
 		}
-	})
+		idx, err := s.readIndex(e.Name())
+		if err != nil {
+			continue // a damaged pack: its contents count as not kept
+		}
+		s.mu.Lock()
+		for sum, loc := range idx {
+			if _, ok := s.packed[sum]; !ok {
+				s.packed[sum] = loc
+			}
+		}
+		s.mu.Unlock()
+	}
 }
 
 // readIndex reads the index of pack name.

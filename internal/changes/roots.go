@@ -1,6 +1,7 @@
 package changes
 
 import (
+	"crypto/sha256"
 	"errors"
 	"path"
 	"path/filepath"
@@ -33,7 +34,8 @@ type root struct {
 func (t *Tracker) newRoot(dir string, extra bool, exclude []string) *root {
 	o := t.opt
 	sc := &scanner{root: dir, store: o.Store, maxKept: o.MaxKept, maxFiles: o.MaxFiles, maxFirst: o.MaxFirst,
-		ignore: &ignorer{sets: map[string]*ignoreSet{}}, exclude: map[string]bool{}, noWatch: o.NoWatch, stop: &t.stopping}
+		ignore: &ignorer{sets: map[string]*ignoreSet{}}, exclude: map[string]bool{}, noWatch: o.NoWatch, stop: &t.stopping,
+		record: o.Session != "" && o.Store != nil}
 	for _, x := range exclude {
 		if rel, err := filepath.Rel(dir, x); err == nil && rel != "." && filepath.IsLocal(rel) {
 			sc.exclude[filepath.ToSlash(rel)] = true
@@ -114,11 +116,16 @@ func (t *Tracker) settleRoots() {
 		return
 	}
 	t.syncRoots()
+	release := t.hold()
+	defer release()
+	first := false
 	for _, r := range t.roots {
 		if r.base == nil {
-			_, _ = r.look()
+			_, err := r.look()
+			first = first || err == nil
 		}
 	}
+	t.own(first)
 }
 
 // Roots are the tracked directories: the session's first, then the
@@ -187,8 +194,13 @@ func within(dir, parent string) bool {
 // that could not is marked stale.
 func (t *Tracker) lookAll() (cs []event.FileChange, ok bool, err error) {
 	t.syncRoots()
+	release := t.hold()
+	defer release()
 	var errs []error
+	first := false
+	defer func() { t.own(first) }()
 	for _, r := range t.roots {
+		first = first || r.base == nil && r.off == nil
 		found, lerr := r.look()
 		if lerr != nil {
 			r.stale = true
@@ -206,6 +218,28 @@ func (t *Tracker) lookAll() (cs []event.FileChange, ok bool, err error) {
 		return nil, false, errs[0]
 	}
 	return cs, true, nil
+}
+
+// hold takes the store's ownership lock shared for a look (Store.hold).
+func (t *Tracker) hold() func() {
+	if t.opt.Store == nil {
+		return func() {}
+	}
+	return t.opt.Store.hold()
+}
+
+// own records the contents the roots' looks kept as the session's
+// (Options.Session); first rewrites the records once each (a first look).
+// A failure is logged nowhere: the contents then stay until the age sweep.
+func (t *Tracker) own(first bool) {
+	var kept [][sha256.Size]byte
+	for _, r := range t.roots {
+		kept = append(kept, r.sc.kept...)
+		r.sc.kept = r.sc.kept[:0]
+	}
+	if t.opt.Store != nil && t.opt.Session != "" {
+		_ = t.opt.Store.own(t.opt.Session, kept, first)
+	}
 }
 
 // locate is the root holding p (a FileChange path) and p relative to it;

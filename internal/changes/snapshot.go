@@ -1,6 +1,8 @@
 package changes
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -104,6 +106,10 @@ type scanner struct {
 	// walks a new directory.
 	collect bool
 	added   []string
+	// record: note the sums of the contents read (kept), for the
+	// session's ownership records.
+	record bool
+	kept   [][sha256.Size]byte
 }
 
 // scan takes a snapshot of the tree, reading only files whose key changed
@@ -283,6 +289,12 @@ func (sc *scanner) read(dirfd int, name string, key statKey) (entry, bool) {
 	if err != nil {
 		sc.err = fmt.Errorf("keep %s: %w", name, err)
 		return entry{}, false
+	}
+	if sc.record {
+		var sum [sha256.Size]byte
+		if _, err := hex.Decode(sum[:], []byte(hash)); err == nil {
+			sc.kept = append(sc.kept, sum)
+		}
 	}
 	return entry{key: key, hash: hash, racy: sc.isRacy(key)}, true
 }

@@ -46,7 +46,10 @@ type Store struct {
 	packed  map[[sha256.Size]byte]packLoc
 	touched map[string]bool // packs touched by this process
 
-	packsOnce sync.Once
+	packsMu     sync.Mutex // guards packsLoaded; taken before mu
+	packsLoaded bool
+
+	gen genKey // the owners' generation these caches were filled under (see refreshCaches)
 }
 
 // OpenStore opens (creating it) the store under stateDir, which must
@@ -59,7 +62,7 @@ func OpenStore(stateDir string, maxAge time.Duration) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open change store: %w", err)
 	}
-	for _, d := range []string{"objects", "packs"} {
+	for _, d := range []string{"objects", "packs", ownersDir} {
 		if err := root.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			root.Close()
 			return nil, fmt.Errorf("open change store: %w", err)
@@ -196,8 +199,11 @@ func (s *Store) Added() int64 {
 }
 
 // Sweep removes the contents and packs (and leftover temporary files)
-// last used before cutoff, and returns how many it removed.
+// last used before cutoff, and returns how many it removed. The ownership
+// records of sessions not tracked since cutoff go too: what they named is
+// swept by age already.
 func (s *Store) Sweep(cutoff time.Time) int {
+	s.sweepOwners(cutoff)
 	removed := s.sweepPacks(cutoff)
 	fans, err := readDir(s.root, "objects")
 	if err != nil {
@@ -221,6 +227,20 @@ func (s *Store) Sweep(cutoff time.Time) int {
 		_ = s.root.Remove(dir) // fails while not empty
 	}
 	return removed
+}
+
+// sweepOwners removes the ownership records (and leftover temporary
+// files) last written before cutoff.
+func (s *Store) sweepOwners(cutoff time.Time) {
+	ents, _ := readDir(s.root, ownersDir)
+	for _, e := range ents {
+		if e.Name() == ownerLock || e.Name() == ownerGen {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && fi.ModTime().Before(cutoff) {
+			_ = s.root.Remove(filepath.Join(ownersDir, e.Name()))
+		}
+	}
 }
 
 func readDir(root *os.Root, name string) ([]fs.DirEntry, error) {

@@ -47,6 +47,9 @@ type Options struct {
 	// excluded (journals and spill files change with every command when
 	// it lies under a tracked tree).
 	Exclude []string
+	// Session is the session's id, under which the store records the
+	// contents its tracker uses (see Store.Forget); "" records nothing.
+	Session string
 	// NoWatch looks at every file each time (with the stat cache), as
 	// where inotify is missing; for tests and benchmarks.
 	NoWatch bool
