@@ -31,7 +31,6 @@ func TestE2ESessionDeleteRemovesItsChangeContents(t *testing.T) {
 		t.Fatal("the change store never kept A's contents")
 	}
 
-	t.Log("deleting")
 	if err := d.Call(ctxT(t), "session/delete", map[string]any{"sessionId": a}, nil); err != nil {
 		t.Fatalf("session/delete: %v", err)
 	}
