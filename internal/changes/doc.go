@@ -122,7 +122,7 @@
 //     session's directories (an os.Root per root: no path or symlink leads
 //     out). A change in an additional directory the session no longer has
 //     cannot be undone until the folder is added back.
-//   - An additional directory set after the first look gets its own first
-//     look in the background; a command that starts before it ends sees
-//     no changes there.
+//   - An additional directory set while a command runs gets its first
+//     look then (in the background, or at that command's End): that
+//     command's changes there are not seen; later commands' are.
 package changes
