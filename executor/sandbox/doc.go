@@ -108,11 +108,13 @@
 //     named bwrap reads as not started, and its stop is a KILL.
 //   - The start gate relies on bwrap's order (--die-with-parent armed
 //     before the --info-fd write, --seccomp read after the set-up and
-//     before the exec: so in every release since 0.4) and on pidfds (Linux
-//     5.3) for a non-dumpable non-root daemon; a daemon that dies with the
-//     gate shut leaves bwrap's "prctl(PR_SET_SECCOMP) reported EINVAL" on
-//     the command's stderr, which nobody reads. A bwrap started outside
-//     this package (RemoteWrapper's, on an ssh host) has no gate.
+//     before the exec: so in every release since 0.4), on seccomp filters
+//     (CONFIG_SECCOMP_FILTER; without them the probe fails and only
+//     LevelOff is offered) and on pidfds (Linux 5.3) for a non-dumpable
+//     non-root daemon; a daemon that dies with the gate shut leaves
+//     bwrap's "prctl(PR_SET_SECCOMP) reported EINVAL" on the command's
+//     stderr, which nobody reads. A bwrap started outside this package
+//     (RemoteWrapper's, on an ssh host) has no gate.
 //   - The workdir must be visible in the sandbox: a workdir outside the
 //     workspace under /tmp, /run or a hidden path does not exist there.
 //   - A workspace of / makes the whole filesystem writable (hidden and
