@@ -112,7 +112,7 @@ func (s *Spawner) spawn(cmd engine.Command, spillDir string) (*process, error) {
 	l.Keep = append(l.Keep, g.infoR)
 	p, err := s.plan(cmd.Spec, spillDir, len(l.Files)+1, append([]string{"bash"}, l.Args[1:]...))
 	if err != nil {
-		g.gateW.Close()
+		g.abort()
 		l.Discard()
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func (s *Spawner) spawn(cmd engine.Command, spillDir string) (*process, error) {
 	l.Dir = "/"
 	var launcher bool
 	if l.SysProcAttr, launcher, err = s.launcher(l); err != nil {
-		g.gateW.Close()
+		g.abort()
 		s.places.release(p.Placeholders)
 		l.Discard()
 		return nil, err
@@ -130,7 +130,7 @@ func (s *Spawner) spawn(cmd engine.Command, spillDir string) (*process, error) {
 	l.Guarded = s.guarded(cmd.Spec.Level)
 	lp, err := s.plain.Start(l)
 	if err != nil {
-		g.gateW.Close()
+		g.abort()
 		s.places.release(p.Placeholders)
 		return nil, fmt.Errorf("%w: %w", executor.ErrSandbox, err)
 	}

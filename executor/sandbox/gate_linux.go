@@ -69,6 +69,10 @@ func newGate() (*gate, error) {
 	return &gate{infoR: infoR, infoW: infoW, gateR: gateR, gateW: gateW}, nil
 }
 
+// abort closes the gate's write end of a start that did not happen (the
+// other ends belong to the Launch).
+func (g *gate) abort() { g.gateW.Close() }
+
 // allowAll is a seccomp program of one instruction, RET ALLOW: it lets
 // every system call through (a filter below the IPC guard's changes
 // nothing it decides), and the kernel caches that verdict per call, so a
@@ -89,7 +93,7 @@ func (g *gate) release(pid int, launcher bool) {
 	if launcher {
 		var err error
 		if pidfd, err = unix.PidfdOpen(pid, 0); err != nil {
-			g.gateW.Close() // cannot check: fail closed
+			g.abort() // cannot check: fail closed
 			return
 		}
 	}
