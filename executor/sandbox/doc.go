@@ -142,8 +142,9 @@
 //     would exit: 1.08–1.19× a direct bwrap on a quiet machine, 2–3.5×
 //     under heavy CPU contention (BenchmarkForegroundTrue). Against a bare
 //     bwrap with the base mounts only (dsh-bench's per-call comparison,
-//     BenchmarkVsBareBwrap), the median of per-pair ratios was 0.54–0.75
-//     at load 20–26 on 2 cores, before and after the start gate alike
-//     (within the noise there); the daemon spends 6–9 ms of CPU per call
-//     at that load.
+//     BenchmarkVsBareBwrap; 5 runs of 40 pairs, alternated with the code
+//     before the start gate, load 20–26 on 2 cores), the median of the
+//     runs' medians of per-pair ratios was 0.51 (0.57 before, when a root
+//     daemon's guarded starts went through unshare(1)); the daemon spent
+//     7.6 ms of CPU per call at that load (8.3 before).
 package sandbox
