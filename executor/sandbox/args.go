@@ -31,7 +31,10 @@ type plan struct {
 	SpillDir     string // shown read-only
 	Resolv       string // a resolv.conf target under /run, re-shown at network levels
 	InfoFD       int
-	Argv         []string // the command inside: bash and its arguments
+	// GateFD is bwrap's --seccomp: the start gate (gate_linux.go); 0
+	// means none.
+	GateFD int
+	Argv   []string // the command inside: bash and its arguments
 }
 
 // hidden is a credential path and whether it is a directory.
@@ -121,8 +124,11 @@ func args(p plan) []string {
 	a = append(a,
 		"--chdir", p.Workdir,
 		"--info-fd", strconv.Itoa(p.InfoFD),
-		"--",
 	)
+	if p.GateFD > 0 {
+		a = append(a, "--seccomp", strconv.Itoa(p.GateFD))
+	}
+	a = append(a, "--")
 	return append(a, p.Argv...)
 }
 

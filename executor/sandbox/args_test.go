@@ -23,7 +23,7 @@ func TestArgs(t *testing.T) {
 		Workspace: "/tmp/ws", Workdir: "/tmp/ws/sub", Home: "/home/u", Scratch: []string{"/home/u/.cache"},
 		Hidden:    []hidden{{Path: "/home/u/.ssh", Dir: true}, {Path: "/home/u/.netrc"}},
 		Protected: []string{"/tmp/ws/.git/hooks"}, StateDir: "/home/u/.local/state/dsh-acp",
-		SpillDir: "/home/u/.local/state/dsh-acp/spill/o-s1", Resolv: "/run/resolv.conf", InfoFD: 4,
+		SpillDir: "/home/u/.local/state/dsh-acp/spill/o-s1", Resolv: "/run/resolv.conf", InfoFD: 4, GateFD: 5,
 		Argv: []string{"bash", "-c", "true"},
 	}
 	tests := []struct {
@@ -66,6 +66,7 @@ func TestArgs(t *testing.T) {
 		}
 		must("--chdir", "/tmp/ws/sub")
 		must("--info-fd", "4")
+		must("--seccomp", "5")
 		if tail := a[len(a)-4:]; !slices.Equal(tail, []string{"--", "bash", "-c", "true"}) {
 			t.Errorf("%s: command at the end %q", tc.level, tail)
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -158,4 +159,74 @@ func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// BenchmarkVsBareBwrap is dsh-bench's sandboxed per-call row without the
+// protocol: a sandboxed foreground `true` at level workspace (the default
+// path: plan, placeholders, the guard thread, the start gate, the engine)
+// against a bare `bwrap … bash -c true` with the same namespaces and the
+// base mounts only (read-only /, /dev, /proc, /tmp, /run, the workspace),
+// alternated call by call. It reports the median of the per-pair ratios.
+func BenchmarkVsBareBwrap(b *testing.B) {
+	requireBwrap(b)
+	e := newTestExecutor(b, Config{})
+	ws := b.TempDir()
+	spec, err := e.Resolve(executor.Request{Command: "true", SessionCwd: ws, Level: executor.LevelWorkspace})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bare := []string{"--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		"--unshare-user", "--disable-userns", "--cap-drop", "ALL", "--unshare-net",
+		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run",
+		"--bind", ws, ws, "--chdir", ws, "--", "bash", "-c", "true"}
+	sides := []func() error{
+		func() error { return exec.Command("bwrap", bare...).Run() },
+		func() error {
+			res, err := e.Run(context.Background(), spec, nil)
+			if err == nil && res.ExitCode != 0 {
+				err = fmt.Errorf("exit %d: %s", res.ExitCode, res.Stderr)
+			}
+			return err
+		},
+	}
+	var ratios []float64
+	var times [2][]time.Duration
+	var self, kids [2]time.Duration // CPU time: the daemon's own, and its children's
+	b.ResetTimer()
+	for i := range max(b.N, 40) {
+		var d [2]time.Duration
+		for k := range sides {
+			j := (k + i) % 2
+			s0, k0 := cpuTime(), childrenCPUTime()
+			start := time.Now()
+			if err := sides[j](); err != nil {
+				b.Fatal(err)
+			}
+			d[j] = time.Since(start)
+			self[j] += cpuTime() - s0
+			kids[j] += childrenCPUTime() - k0
+			times[j] = append(times[j], d[j])
+		}
+		ratios = append(ratios, float64(d[1])/float64(d[0]))
+	}
+	b.StopTimer()
+	slices.Sort(ratios)
+	r := ratios[len(ratios)/2]
+	b.ReportMetric(r, "ratio")
+	b.ReportMetric(float64(median(times[0]).Microseconds()), "bare-µs")
+	b.ReportMetric(float64(median(times[1]).Microseconds()), "sandboxed-µs")
+	n := time.Duration(len(ratios))
+	b.ReportMetric(float64((self[1] / n).Microseconds()), "daemon-cpu-µs")
+	b.ReportMetric(float64((kids[1] / n).Microseconds()), "sandbox-cpu-µs")
+	b.ReportMetric(float64((kids[0] / n).Microseconds()), "bare-cpu-µs")
+	b.Logf("%d pairs: sandboxed Run median %v, bare bwrap median %v, median of per-pair ratios %.2f (target ≤ %.2f); CPU per call: the daemon %v, the sandbox's processes %v, the bare bwrap's %v",
+		len(ratios), median(times[1]), median(times[0]), r, overheadTarget, self[1]/n, kids[1]/n, kids[0]/n)
+}
+
+// childrenCPUTime is the user and system time of this process's reaped
+// children so far.
+func childrenCPUTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

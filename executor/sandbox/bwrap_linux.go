@@ -88,7 +88,8 @@ func (s *Spawner) probe() error {
 	return nil
 }
 
-// spawn starts cmd inside bubblewrap.
+// spawn starts cmd inside bubblewrap, and releases it once its start is
+// confirmed (see confirm).
 func (s *Spawner) spawn(cmd engine.Command, spillDir string) (*process, error) {
 	if s.setHome {
 		cmd.Env = setEnv(cmd.Env, "HOME", s.home)
@@ -98,26 +99,30 @@ func (s *Spawner) spawn(cmd engine.Command, spillDir string) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	infoR, infoW, err := os.Pipe()
-	if err != nil {
-		l.Discard()
-		return nil, fmt.Errorf("pipe: %w", err)
-	}
-	// bwrap writes to the info pipe after arming --die-with-parent and
-	// before letting the sandbox run: were the daemon already dead, the
-	// write would fail (nobody holds the read end) and bwrap would die
-	// first. So the read end stays open until the process is released.
-	l.Files = append(l.Files, infoW)
-	l.Keep = append(l.Keep, infoR)
-	p, err := s.plan(cmd.Spec, spillDir, len(l.Files)+2, append([]string{"bash"}, l.Args[1:]...))
+	g, err := newGate()
 	if err != nil {
 		l.Discard()
 		return nil, err
 	}
+	// bwrap writes to the info pipe after arming --die-with-parent; the
+	// read end stays open until the process is released, so that write
+	// never fails while the daemon lives. It reads its --seccomp program
+	// from the gate pipe before it runs the command.
+	l.Files = append(l.Files, g.infoW, g.gateR)
+	l.Keep = append(l.Keep, g.infoR)
+	p, err := s.plan(cmd.Spec, spillDir, len(l.Files)+1, append([]string{"bash"}, l.Args[1:]...))
+	if err != nil {
+		g.abort()
+		l.Discard()
+		return nil, err
+	}
+	p.GateFD = p.InfoFD + 1
 	l.Path, l.Args = s.bwrap, append([]string{"bwrap"}, args(p)...)
 	// bwrap's own cwd does not matter; the command's is --chdir.
 	l.Dir = "/"
-	if l.SysProcAttr, err = s.launcher(l); err != nil {
+	var launcher bool
+	if l.SysProcAttr, launcher, err = s.launcher(l); err != nil {
+		g.abort()
 		s.places.release(p.Placeholders)
 		l.Discard()
 		return nil, err
@@ -125,9 +130,11 @@ func (s *Spawner) spawn(cmd engine.Command, spillDir string) (*process, error) {
 	l.Guarded = s.guarded(cmd.Spec.Level)
 	lp, err := s.plain.Start(l)
 	if err != nil {
+		g.abort()
 		s.places.release(p.Placeholders)
 		return nil, fmt.Errorf("%w: %w", executor.ErrSandbox, err)
 	}
+	g.release(lp.Pid(), launcher)
 	return &process{Process: lp, release: func() { s.places.release(p.Placeholders) }}, nil
 }
 
@@ -135,7 +142,8 @@ func (s *Spawner) spawn(cmd engine.Command, spillDir string) (*process, error) {
 // daemon sends to the group then reach the command and not bwrap (a pid 1
 // ignores them without a handler, SIGKILL aside), and when bwrap dies the
 // kernel kills every process below it. It returns the clone attributes of
-// l, and puts a launcher in front of bwrap where one is needed:
+// l, and puts a launcher in front of bwrap where one is needed (launcher
+// true):
 //
 //   - root clones the pid namespace directly;
 //   - a dumpable non-root daemon clones it inside a user namespace with the
@@ -146,44 +154,37 @@ func (s *Spawner) spawn(cmd engine.Command, spillDir string) (*process, error) {
 //     has root-owned /proc files until it execs. So the namespaces are made
 //     by util-linux unshare(1), a fresh (dumpable) program that maps its
 //     own ids and forks bwrap as pid 1; see viaUnshare.
-func (s *Spawner) launcher(l *local.Launch) (*syscall.SysProcAttr, error) {
-	if s.root && (!l.Guarded || s.unshare == "") {
-		return &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}, nil
-	}
+//
+// Whichever it is, the daemon's death ends bwrap by construction: see
+// gate.release.
+func (s *Spawner) launcher(l *local.Launch) (*syscall.SysProcAttr, bool, error) {
 	if s.root {
-		// A launch from the guard thread: a daemon killed before bwrap
-		// armed --die-with-parent left it running (1 in 40 kills 0-4 ms
-		// after a spawn). unshare(1) gets the parent-death signal armed
-		// by the runtime before its exec, which checks the parent is
-		// still there, and kills bwrap when it dies.
-		l.Path, l.Args = s.unshare, append([]string{"unshare", "--pid", "--fork", "--kill-child", "--", l.Path}, l.Args[1:]...)
-		return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}, nil
+		return &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}, false, nil
 	}
 	if dumpable() {
 		return &syscall.SysProcAttr{
 			Cloneflags:  syscall.CLONE_NEWPID | syscall.CLONE_NEWUSER,
 			UidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}},
 			GidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}},
-		}, nil
+		}, false, nil
 	}
 	if s.unshare == "" {
-		return nil, fmt.Errorf("%w: %w", executor.ErrSandbox, s.unshareWhy)
+		return nil, false, fmt.Errorf("%w: %w", executor.ErrSandbox, s.unshareWhy)
 	}
 	viaUnshare(l, s.unshare)
 	// unshare(1) arms no parent-death signal of its own: the daemon's
-	// death must end it (its --kill-child then ends bwrap). The runtime
-	// arms it before exec and kills the child at once if the daemon is
-	// already gone.
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}, nil
+	// death must end it. The runtime arms it before the exec and then
+	// checks that the parent is still the daemon (a child reparented
+	// elsewhere kills itself), so it holds from the fork on.
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}, true, nil
 }
 
 // viaUnshare puts `unshare --user --map-current-user --pid --fork
 // --kill-child --` in front of l's bwrap. unshare blocks TERM and INT while
 // it waits for bwrap (so the engine's TERM to the group reaches the command
 // alone, as with a direct pid namespace), SIGKILLs bwrap if it dies itself,
-// and exits with bwrap's status (re-raising a signal death). The info pipe
-// passes through it untouched: only bwrap writes to it, after arming its
-// own --die-with-parent (tied to unshare).
+// and exits with bwrap's status (re-raising a signal death). The info and
+// gate pipes pass through it untouched.
 func viaUnshare(l *local.Launch, unshare string) {
 	args := append([]string{"unshare", "--user", "--map-current-user", "--pid", "--fork", "--kill-child", "--", l.Path}, l.Args[1:]...)
 	l.Path, l.Args = unshare, args

@@ -53,9 +53,10 @@
 // child's /proc files are root's until it execs), so there util-linux
 // unshare(1) makes the user and pid namespaces and forks bwrap as their pid
 // 1; it blocks TERM while it waits, SIGKILLs bwrap if it dies, and dies
-// with the daemon (a parent-death signal armed before its exec). The
-// daemon stays non-dumpable throughout: no window in which a same-user
-// process could open its /proc/PID/mem or environ.
+// with the daemon (a parent-death signal the Go runtime arms before its
+// exec, checking the parent afterwards). The daemon stays non-dumpable
+// throughout: no window in which a same-user process could open its
+// /proc/PID/mem or environ.
 // Three facts follow:
 //
 //   - When bwrap dies the kernel kills every process below it, whatever
@@ -65,18 +66,31 @@
 //   - A pid 1 ignores signals it has no handler for, so the engine's TERM
 //     reaches the command (which may trap it and exit) and not bwrap: the
 //     TERM → grace → KILL path keeps its meaning inside the sandbox.
-//   - bwrap arms --die-with-parent and only then writes its --info-fd and
-//     releases the sandbox. The daemon holds the only read end of that pipe
-//     until the command is released. If the daemon died before bwrap armed
-//     the signal, the write fails (SIGPIPE) and bwrap dies before anything
-//     of the sandbox ran; if it dies after, the parent-death signal kills
-//     bwrap. Either way the kernel then ends the namespace. Every bwrap is
-//     started from one locked OS thread (local.Spawner) that lives as long
-//     as the executor, because a parent-death signal follows the thread.
+//   - The start gate (gate_linux.go): bwrap ties itself to its parent with
+//     --die-with-parent, but arms it a while after its fork, and a
+//     parent-death signal armed once the parent is gone is tied to init.
+//     So the sandbox runs nothing until the daemon has seen bwrap arm it
+//     while the daemon lived: bwrap writes its --info-fd after arming; the
+//     daemon reads the first byte (a thread that returns from that read is
+//     not exiting, and bwrap leaves the daemon's children only when every
+//     thread of the daemon is exiting) and, where unshare(1) sits between,
+//     checks by pidfd that unshare has not exited; only then does it write
+//     the one-instruction allow-all program bwrap reads from --seccomp
+//     after setting the sandbox up and before running the command. The
+//     daemon holds the only write end of that pipe: dead, it leaves EOF,
+//     an empty program makes prctl(PR_SET_SECCOMP) fail, and bwrap exits
+//     before the command ran. Every bwrap is started from one of two
+//     locked OS threads (local.Spawner) that live as long as the executor,
+//     because a parent-death signal follows the thread.
 //
-// Measured (TestStopRightAfterStart, TestDaemonKilledRightAfterSpawn): Kill
-// at once, a 1 ms timeout and a cancel 0–3 ms after the start, 90 runs, and
-// a daemon SIGKILLed 0–4 ms after Start returned, 40 runs: no survivor.
+// Measured (TestStopRightAfterStart, TestDaemonKilledRightAfterSpawn,
+// TestUnconfirmedStartRunsNothing): Kill at once, a 1 ms timeout and a
+// cancel 0–3 ms after the start, 90 runs; a daemon SIGKILLed 0–4 ms after
+// Start returned, as root, as nobody non-dumpable (unshare) and as nobody
+// dumpable (1,200 kills, 400 of each, on a 2-core machine at load 14–20:
+// no survivor; before the gate about 1 in 100 root kills left one); and a
+// daemon killed with its gate held shut: no survivor, and the held
+// command never ran.
 //
 // # Exit status
 //
@@ -93,10 +107,15 @@
 //     case it is, Signal reads from /proc (a process below bwrap that is not
 //     named bwrap is the command); a command that itself execs a program
 //     named bwrap reads as not started, and its stop is a KILL.
-//   - The parent-death signal and the pipe check cover every exit order but
-//     one: if the daemon's threads exit so that the spawning thread is gone
-//     while another still holds the pipe open, during the microseconds in
-//     which bwrap arms the signal, that bwrap survives. It was never seen.
+//   - The start gate relies on bwrap's order (--die-with-parent armed
+//     before the --info-fd write, --seccomp read after the set-up and
+//     before the exec: so in every release since 0.4), on seccomp filters
+//     (CONFIG_SECCOMP_FILTER; without them the probe fails and only
+//     LevelOff is offered) and on pidfds (Linux 5.3) for a non-dumpable
+//     non-root daemon; a daemon that dies with the gate shut leaves
+//     bwrap's "prctl(PR_SET_SECCOMP) reported EINVAL" on the command's
+//     stderr, which nobody reads. A bwrap started outside this package
+//     (RemoteWrapper's, on an ssh host) has no gate.
 //   - The workdir must be visible in the sandbox: a workdir outside the
 //     workspace under /tmp, /run or a hidden path does not exist there.
 //   - A workspace of / makes the whole filesystem writable (hidden and
@@ -122,5 +141,11 @@
 //   - A sandboxed command's end is reported only once everything in its pid
 //     namespace has been reaped, a few scheduling hops after bwrap alone
 //     would exit: 1.08–1.19× a direct bwrap on a quiet machine, 2–3.5×
-//     under heavy CPU contention (BenchmarkForegroundTrue).
+//     under heavy CPU contention (BenchmarkForegroundTrue). Against a bare
+//     bwrap with the base mounts only (dsh-bench's per-call comparison,
+//     BenchmarkVsBareBwrap; 5 runs of 40 pairs, alternated with the code
+//     before the start gate, load 20–26 on 2 cores), the median of the
+//     runs' medians of per-pair ratios was 0.51 (0.57 before, when a root
+//     daemon's guarded starts went through unshare(1)); the daemon spent
+//     7.6 ms of CPU per call at that load (8.3 before).
 package sandbox

@@ -30,6 +30,9 @@ const (
 	// helperNonDumpableEnv=1 makes the helper non-dumpable first, as the
 	// daemon is.
 	helperNonDumpableEnv = "DSH_SANDBOX_TEST_NONDUMPABLE"
+	// helperGateHoldEnv=1 makes the helper never open a start gate, as a
+	// daemon killed before it could (see gate_linux.go).
+	helperGateHoldEnv = "DSH_SANDBOX_TEST_GATE_HOLD"
 )
 
 func TestMain(m *testing.M) {
@@ -61,6 +64,9 @@ func helperExecutor() *Executor {
 	}
 	if why := e.Unavailable(); why != nil {
 		helperFail(why)
+	}
+	if os.Getenv(helperGateHoldEnv) == "1" { // after the probe
+		gateHold = func() { select {} }
 	}
 	return e
 }
@@ -255,32 +261,6 @@ func TestDaemonKilledDuringCommand(t *testing.T) {
 	}
 }
 
-// TestDaemonKilledRightAfterSpawn measures the start window: the daemon is
-// SIGKILLed 0–4 ms after Start returned, over and over; nothing may
-// survive.
-func TestDaemonKilledRightAfterSpawn(t *testing.T) {
-	requireBwrap(t)
-	runs := 40
-	if testing.Short() {
-		runs = 10
-	}
-	leaked := 0
-	for i := range runs {
-		m := newMarker()
-		h := startHelper(t, "start", fmt.Sprintf("(setsid sleep %s &); sleep %s", m, m))
-		h.waitLine(t, "started")
-		delay := time.Duration(i%5) * time.Millisecond
-		time.Sleep(delay)
-		h.kill()
-		if left := survivors(m, time.Second); len(left) > 0 {
-			leaked++
-			t.Errorf("run %d (kill %v after Start): survivors %v", i, delay, left)
-			killMarked(m)
-		}
-	}
-	t.Logf("daemon SIGKILLed 0–4 ms after a spawn: %d of %d runs left a survivor", leaked, runs)
-}
-
 // TestStopRightAfterStart measures the start window from inside: Kill right
 // after Start, a 1 ms timeout, a cancel 0–3 ms in; nothing may survive.
 func TestStopRightAfterStart(t *testing.T) {
@@ -392,37 +372,13 @@ func TestUnprivileged(t *testing.T) {
 }
 
 func testUnprivileged(t *testing.T, nonDumpable bool) {
-	const nobody = 65534
-	dir, err := os.MkdirTemp("", "dsh-sandbox-nobody-") // t.TempDir's parent is closed to nobody
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	binary := filepath.Join(dir, "sandbox.test")
-	if err := copyFile(os.Args[0], binary); err != nil {
-		t.Fatal(err)
-	}
-	own := func(name string) string {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Join(p, ".cache"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for _, q := range []string{p, filepath.Join(p, ".cache")} {
-			if err := os.Chown(q, nobody, nobody); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return p
-	}
+	u := newUnprivileged(t)
 	m := newMarker()
 	env := helperNonDumpableEnv + "=0"
 	if nonDumpable {
 		env = helperNonDumpableEnv + "=1"
 	}
-	h := startHelperAs(t, &syscall.Credential{Uid: nobody, Gid: nobody}, binary, "unprivileged", m, own("state"), own("home"), own("cwd"), env)
+	h := startHelperAs(t, u.cred, u.binary, "unprivileged", m, u.own("state"), u.own("home"), u.own("cwd"), env)
 	out, _ := readAll(h.out)
 	if err := h.cmd.Wait(); err != nil {
 		t.Fatalf("helper as nobody: %v; stderr %q", err, h.errb.String())
@@ -435,6 +391,47 @@ func testUnprivileged(t *testing.T, nonDumpable bool) {
 		t.Errorf("as nobody, survivors: %v", left)
 		killMarked(m)
 	}
+}
+
+// unprivileged is a copy of the test binary that nobody (uid and gid
+// 65534) can run, and a place for nobody's directories.
+type unprivileged struct {
+	t           *testing.T
+	dir, binary string
+	cred        *syscall.Credential
+}
+
+func newUnprivileged(t *testing.T) *unprivileged {
+	t.Helper()
+	const nobody = 65534
+	dir, err := os.MkdirTemp("", "dsh-sandbox-nobody-") // t.TempDir's parent is closed to nobody
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	u := &unprivileged{t: t, dir: dir, binary: filepath.Join(dir, "sandbox.test"), cred: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	if err := copyFile(os.Args[0], u.binary); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// own makes a directory name (with a .cache) that nobody owns.
+func (u *unprivileged) own(name string) string {
+	u.t.Helper()
+	p := filepath.Join(u.dir, name)
+	if err := os.MkdirAll(filepath.Join(p, ".cache"), 0o755); err != nil {
+		u.t.Fatal(err)
+	}
+	for _, q := range []string{p, filepath.Join(p, ".cache")} {
+		if err := os.Chown(q, int(u.cred.Uid), int(u.cred.Gid)); err != nil {
+			u.t.Fatal(err)
+		}
+	}
+	return p
 }
 
 func copyFile(from, to string) error {
