@@ -37,6 +37,8 @@ type Guard struct {
 	// thread of the daemon); the one over it is answered EAGAIN at once.
 	maxInflight int64
 	hold        func() // tests: run by each handler before it decides
+	calls       map[callKey]callKind
+	workers     workers // threads that open with a caller's identity
 }
 
 // maxInflight is Guard.maxInflight: enough for any build's parallelism,
@@ -51,7 +53,7 @@ func New(cfg Config) *Guard {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	g := &Guard{log: log, listener: -1, wakeR: -1, wakeW: -1, maxInflight: maxInflight}
+	g := &Guard{log: log, listener: -1, wakeR: -1, wakeW: -1, maxInflight: maxInflight, calls: callTable(arches)}
 	var st unix.Stat_t
 	if unix.Stat("/tmp", &st) == nil {
 		g.hostTmp = st.Dev
@@ -204,12 +206,22 @@ func (g *Guard) loop() {
 			if g.hold != nil {
 				g.hold()
 			}
-			g.send(n.ID, g.decide(n))
+			g.answer(n)
 		}()
 	}
 }
 
-// Answered is how many connects the supervisor has answered so far.
+// answer decides notification n and answers it: a connect by decide, a
+// call that opens or truncates by path by decideOpen.
+func (g *Guard) answer(n notif) {
+	if g.calls[callKey{n.Data.Arch, n.Data.Nr}] == callConnect {
+		g.send(n.ID, g.decide(n))
+		return
+	}
+	g.answerOpen(n)
+}
+
+// Answered is how many calls the supervisor has answered so far.
 func (g *Guard) Answered() uint64 { return g.answered.Load() }
 
 // send answers notification id with errno (0: success); a caller that
@@ -219,6 +231,43 @@ func (g *Guard) send(id uint64, errno unix.Errno) {
 	if errno != 0 {
 		resp.Error = -int32(errno)
 	}
+	g.sendResp(resp)
+}
+
+// sendContinue lets the kernel run notification id's call as made.
+func (g *Guard) sendContinue(id uint64) {
+	g.sendResp(notifResp{ID: id, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE})
+}
+
+// notifAddfd is the kernel's struct seccomp_notif_addfd.
+type notifAddfd struct {
+	ID         uint64
+	Flags      uint32
+	Srcfd      uint32
+	Newfd      uint32
+	NewfdFlags uint32
+}
+
+// sendFD answers notification id with a copy of fd installed in the
+// caller (SECCOMP_ADDFD_FLAG_SEND, Linux 5.14): the call returns its
+// number, as an open does; cloexec sets the copy's FD_CLOEXEC. Where the
+// copy cannot be installed (EMFILE), the call fails with that error.
+func (g *Guard) sendFD(id uint64, fd int, cloexec bool) {
+	add := notifAddfd{ID: id, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(fd)}
+	if cloexec {
+		add.NewfdFlags = unix.O_CLOEXEC
+	}
+	err := ioctl(g.listener, unix.SECCOMP_IOCTL_NOTIF_ADDFD, unsafe.Pointer(&add))
+	switch {
+	case err == nil:
+		g.answered.Add(1)
+	case errors.Is(err, unix.ENOENT):
+	default:
+		g.send(id, errnoOf(err))
+	}
+}
+
+func (g *Guard) sendResp(resp notifResp) {
 	g.answered.Add(1)
 	if err := ioctl(g.listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp)); err != nil && !errors.Is(err, unix.ENOENT) {
 		g.log.Warn("ipcguard: answer", zap.Error(err))
