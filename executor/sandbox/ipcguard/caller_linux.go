@@ -57,6 +57,7 @@ func abiOf(arch uint32) (abi, bool) {
 // from /proc/<tid>/status (ids as the daemon's user namespace sees them).
 type caller struct {
 	tid          int
+	tgid         int // its process, as the daemon sees it
 	fsuid, fsgid uint32
 	groups       []uint32 // sorted
 	capEff       uint64   // the effective capabilities
@@ -112,6 +113,8 @@ func readCaller(tid int) (*caller, error) {
 				u, _ := strconv.ParseUint(f[0], 8, 32)
 				c.umask = uint32(u)
 			}
+		case "Tgid":
+			c.tgid = int(field(f, 0))
 		case "NStgid":
 			seen++
 			c.nsTgid = int(field(f, len(f)-1))

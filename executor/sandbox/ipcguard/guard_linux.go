@@ -69,9 +69,11 @@ var ErrClosed = errors.New("ipcguard: closed")
 // unlocked: the Go runtime then ends it with the goroutine, and never
 // clones a new thread from it) and must start nothing but sandboxes: every
 // process it starts from then on, and all of theirs, are filtered, for
-// life. Install fails (and loads nothing) where the kernel lacks what the
-// supervisor needs: seccomp user notification, pidfd_getfd and openat2
-// (Linux 5.6). It may succeed once per Guard.
+// life. Install fails where the kernel lacks what the supervisor needs:
+// seccomp user notification, pidfd_getfd and openat2 (Linux 5.6; then it
+// loads nothing), SECCOMP_ADDFD_FLAG_SEND (Linux 5.14; then the thread
+// keeps a filter nobody answers, and must start nothing). It may succeed
+// once per Guard.
 func (g *Guard) Install() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -89,6 +91,9 @@ func (g *Guard) Install() error {
 		return fmt.Errorf("ipcguard: pipe: %w", err)
 	}
 	fd, err := install()
+	if err == nil {
+		err = addfdSupport(fd)
+	}
 	if err != nil {
 		unix.Close(p[0])
 		unix.Close(p[1])
@@ -110,6 +115,21 @@ func kernelSupport() error {
 		return errors.New("ipcguard: this kernel has no openat2 (Linux 5.6)")
 	}
 	return nil
+}
+
+// addfdSupport checks that listener takes SECCOMP_IOCTL_NOTIF_ADDFD with
+// SECCOMP_ADDFD_FLAG_SEND (Linux 5.14): asked for a notification that does
+// not exist, it answers ENOENT, where an older kernel refuses the flag or
+// the request (EINVAL, ENOTTY). On failure the listener is closed: the
+// thread keeps the filter, whose notifying calls then fail with ENOSYS.
+func addfdSupport(listener int) error {
+	add := notifAddfd{ID: ^uint64(0), Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(listener)}
+	err := ioctl(listener, unix.SECCOMP_IOCTL_NOTIF_ADDFD, unsafe.Pointer(&add))
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	unix.Close(listener)
+	return fmt.Errorf("ipcguard: this kernel cannot hand a descriptor with an answer (SECCOMP_ADDFD_FLAG_SEND, Linux 5.14): %v", err)
 }
 
 // Close stops the supervisor. A filtered process still running then gets

@@ -1,6 +1,7 @@
 package ipcguard
 
 import (
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -42,38 +43,75 @@ func (g *Guard) answerOpen(n notif) {
 	}
 	defer unix.Close(pidfd)
 	c, err := readCaller(int(n.Pid))
-	if !g.idValid(n.ID) {
-		g.send(n.ID, unix.ESRCH) // the pid may name another thread by now
-		return
-	}
-	if err != nil {
-		g.send(n.ID, unix.EACCES)
-		return
-	}
-	if c.capEff != 0 {
+	if err == nil && (c.capEff != 0 || c.tgid == os.Getpid()) {
 		// A launcher setting the sandbox up (bubblewrap writing its
 		// uid_map, creating its mount points, with every capability of
-		// the user namespace it made): code the daemon started, before any
-		// of the command's runs. A command never holds a capability (see
-		// the package's contract).
+		// the user namespace it made), or the daemon's own guard thread
+		// (the Go runtime writing a child's uid_map): code the daemon
+		// started, before any of the command's runs. A command never
+		// holds a capability (see the package's contract).
+		if !g.idValid(n.ID) {
+			g.send(n.ID, unix.ESRCH)
+			return
+		}
 		g.sendContinue(n.ID)
 		return
 	}
-	call, errno := readCall(n, g.calls[callKey{n.Data.Arch, n.Data.Nr}])
+	// Everything read through /proc/<tid> is read before the notification
+	// is checked still pending: the tid named the caller all along.
+	var in *input
+	errno := unix.EACCES
+	if err == nil {
+		in, errno = readInput(n, c, g.calls[callKey{n.Data.Arch, n.Data.Nr}])
+	}
+	if in != nil {
+		defer unix.Close(in.root)
+	}
+	if !g.idValid(n.ID) {
+		g.send(n.ID, unix.ESRCH) // the tid may name another thread by now
+		return
+	}
 	if errno != 0 {
 		g.send(n.ID, errno)
 		return
 	}
-	fd, errno := g.openFor(pidfd, c, call)
+	fd, errno := g.openFor(pidfd, c, in)
 	switch {
 	case errno != 0:
 		g.send(n.ID, errno)
-	case call.truncate:
+	case in.call.truncate:
 		g.send(n.ID, 0)
 	default:
-		g.sendFD(n.ID, fd, call.flags&unix.O_CLOEXEC != 0)
+		g.sendFD(n.ID, fd, in.call.flags&unix.O_CLOEXEC != 0)
 		unix.Close(fd)
 	}
+}
+
+// input is what answering a call needs from the caller's /proc: the call,
+// the caller's root and the path made absolute in its view.
+type input struct {
+	call *openCall
+	root int
+	abs  string
+}
+
+// readInput reads n's call, opens the caller's root and makes the path
+// absolute.
+func readInput(n notif, c *caller, kind callKind) (*input, unix.Errno) {
+	call, errno := readCall(n, kind)
+	if errno != 0 {
+		return nil, errno
+	}
+	proc := "/proc/" + strconv.Itoa(c.tid)
+	abs, errno := absPath(proc, call)
+	if errno != 0 {
+		return nil, errno
+	}
+	root, err := unix.Open(proc+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, errnoOf(err)
+	}
+	return &input{call: call, root: root, abs: abs}, 0
 }
 
 // readCall reads notification n's arguments and path.
@@ -121,8 +159,11 @@ func readCall(n notif, kind callKind) (*openCall, unix.Errno) {
 // up to PATH_MAX.
 func readString(pid int, addr uint64) (string, error) {
 	var out []byte
-	for len(out) < unix.PathMax {
+	for first := true; len(out) < unix.PathMax; first = false {
 		chunk := 4096 - int(addr%4096)
+		if first && chunk > 256 {
+			chunk = 256 // most paths are short; the rest of the page next
+		}
 		buf := make([]byte, chunk)
 		if err := readMem(pid, addr, buf); err != nil {
 			return "", unix.EFAULT
@@ -156,30 +197,20 @@ func (t *target) close() {
 
 // openFor makes the caller's call on its behalf and returns the
 // descriptor to hand it (none for truncate).
-func (g *Guard) openFor(pidfd int, c *caller, call *openCall) (int, unix.Errno) {
-	proc := "/proc/" + strconv.Itoa(c.tid)
-	root, err := unix.Open(proc+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, errnoOf(err)
-	}
-	defer unix.Close(root)
-	abs, errno := absPath(proc, call)
-	if errno != 0 {
-		return -1, errno
-	}
+func (g *Guard) openFor(pidfd int, c *caller, in *input) (int, unix.Errno) {
+	call := in.call
 	if strings.HasSuffix(call.path, "/") {
 		call.flags |= unix.O_DIRECTORY
 	}
-	tmpDev, tmpOK := g.privateTmp(root)
 	// A create races with others: where the name appeared meanwhile, the
 	// whole decision is made again on what is there now.
 	for range 8 {
 		follow := call.flags&unix.O_NOFOLLOW == 0 && call.flags&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL
-		t, errno := resolve(pidfd, root, abs, c, follow)
+		t, errno := resolve(pidfd, in.root, in.abs, c, follow)
 		if errno != 0 {
 			return -1, errno
 		}
-		fd, errno := g.decideOpen(c, call, t, tmpDev, tmpOK)
+		fd, errno := g.decideOpen(c, call, t, in.root)
 		t.close()
 		if errno != unix.EAGAIN {
 			return fd, errno
@@ -349,7 +380,7 @@ var ttyDev = unix.Mkdev(5, 0)
 
 // decideOpen decides call on t and makes it: the descriptor to hand the
 // caller, or the errno to answer (EAGAIN: resolve again, a create raced).
-func (g *Guard) decideOpen(c *caller, call *openCall, t *target, tmpDev uint64, tmpOK bool) (int, unix.Errno) {
+func (g *Guard) decideOpen(c *caller, call *openCall, t *target, root int) (int, unix.Errno) {
 	f := call.flags
 	if t.pin < 0 {
 		if f&unix.O_CREAT == 0 || call.truncate {
@@ -371,7 +402,7 @@ func (g *Guard) decideOpen(c *caller, call *openCall, t *target, tmpDev uint64, 
 	case unix.S_IFLNK:
 		return -1, unix.ELOOP // O_NOFOLLOW on a symlink
 	case unix.S_IFIFO:
-		if f&unix.O_ACCMODE != unix.O_RDONLY && !g.ownFIFO(t, tmpDev, tmpOK) {
+		if f&unix.O_ACCMODE != unix.O_RDONLY && !g.ownFIFO(t, root) {
 			g.log.Info("ipcguard: FIFO write refused", zap.Int("pid", c.tid), zap.String("path", call.path))
 			return -1, unix.EACCES
 		}
@@ -401,13 +432,14 @@ func (g *Guard) decideOpen(c *caller, call *openCall, t *target, tmpDev uint64, 
 }
 
 // ownFIFO reports whether a FIFO may be opened for writing: an anonymous
-// pipe the caller holds, or a FIFO on its private /tmp.
-func (g *Guard) ownFIFO(t *target, tmpDev uint64, tmpOK bool) bool {
+// pipe the caller holds, or a FIFO on its private /tmp (under root).
+func (g *Guard) ownFIFO(t *target, root int) bool {
 	var fs unix.Statfs_t
 	if t.own && unix.Fstatfs(t.pin, &fs) == nil && fs.Type == unix.PIPEFS_MAGIC {
 		return true
 	}
-	return tmpOK && t.st.Dev == tmpDev
+	tmpDev, ok := g.privateTmp(root)
+	return ok && t.st.Dev == tmpDev
 }
 
 // onProc reports whether fd is on procfs or sysfs.
