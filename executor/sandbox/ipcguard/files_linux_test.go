@@ -159,6 +159,11 @@ func (h *fileHost) read(t *testing.T, p string) string {
 // bubblewrap from a guarded thread (the workspace read-only when ro), or
 // plainly (level off). It returns the command's output.
 func (h *fileHost) run(t *testing.T, uid int, guarded, ro bool, argv ...string) string {
+	return h.runEnv(t, uid, guarded, ro, nil, argv...)
+}
+
+// runEnv is run with extra variables for the supervisor.
+func (h *fileHost) runEnv(t *testing.T, uid int, guarded, ro bool, extra []string, argv ...string) string {
 	t.Helper()
 	exe, err := os.Open("/proc/self/exe")
 	if err != nil {
@@ -180,6 +185,11 @@ func (h *fileHost) run(t *testing.T, uid int, guarded, ro bool, argv ...string) 
 	env = withEnv(env, bindEnv, h.home)
 	env = withEnv(env, guardedEnv, map[bool]string{true: "1"}[guarded])
 	env = withEnv(env, roEnv, map[bool]string{true: "1"}[ro])
+	env = withEnv(env, linksEnv, "")
+	for _, kv := range extra {
+		k, v, _ := strings.Cut(kv, "=")
+		env = withEnv(env, k, v)
+	}
 	cmd.Env = env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -261,6 +271,34 @@ func TestFIFOsAndLinksHeld(t *testing.T) {
 				if strings.Contains(line, ": failed: ") {
 					t.Errorf("ordinary work failed: %s", line)
 				}
+			}
+			if n := strings.Count(out, ": ok"); n != 10 {
+				t.Errorf("%d ordinary uses reported ok, want 10", n)
+			}
+		})
+	}
+}
+
+// TestLinksOnlyGuard: the guard of level workspace-network
+// (Config.LinksOnly, network shared) breaks a hard link before every write
+// through it as workspace's does, leaves FIFOs writable (the host's
+// sockets are within reach at that level anyway), and ordinary work runs.
+func TestLinksOnlyGuard(t *testing.T) {
+	for name, uid := range users() {
+		t.Run(name, func(t *testing.T) {
+			requireTools(t, uid)
+			h := newFileHost(t, uid)
+			out := h.runEnv(t, uid, true, false, []string{linksEnv + "=1"}, "bash", "-c", h.fifoScript()+linkScript()+ordinaryFiles)
+			for name, w := range linkWays {
+				if got := h.read(t, filepath.Join(h.store, name)); got != "original\n" {
+					t.Errorf("%s: the file outside the workspace changed: %q", name, got)
+				}
+				if got := h.read(t, filepath.Join(h.ws, name)); got != w.want {
+					t.Errorf("%s: the workspace file holds %q, want %q", name, got, w.want)
+				}
+			}
+			if got := h.fifoHome.received(); !strings.Contains(got, "pwned") {
+				t.Errorf("the $HOME FIFO's reader received %q: want the write let through at this level", got)
 			}
 			if n := strings.Count(out, ": ok"); n != 10 {
 				t.Errorf("%d ordinary uses reported ok, want 10", n)

@@ -105,7 +105,10 @@ func (p *prog) build() ([]unix.SockFilter, error) {
 // (whose requests bypass seccomp) and socketcall(2) (whose arguments it
 // cannot see) fail with ENOSYS; and so does every call of an ABI not
 // listed (x32 included). Everything else is allowed.
-func program(abis []abi) ([]unix.SockFilter, error) {
+//
+// With linksOnly (Config.LinksOnly) the socket rules are left out:
+// connect(2), socket(2), socketpair(2) and socketcall(2) are allowed.
+func program(abis []abi, linksOnly bool) ([]unix.SockFilter, error) {
 	p := &prog{labels: map[string]int{}}
 	p.load(offArch)
 	for i, a := range abis {
@@ -115,13 +118,15 @@ func program(abis []abi) ([]unix.SockFilter, error) {
 		if a.x32 {
 			p.jump(unix.BPF_JGE, x32Bit, "nosys", "")
 		}
-		p.jump(unix.BPF_JEQ, a.connect, "notify", "")
-		p.jump(unix.BPF_JEQ, a.socket, "sock", "")
-		p.jump(unix.BPF_JEQ, a.socketpair, "sock", "")
-		p.jump(unix.BPF_JEQ, a.ioUringSetup, "nosys", "")
-		if a.socketcall >= 0 {
-			p.jump(unix.BPF_JEQ, uint32(a.socketcall), "nosys", "")
+		if !linksOnly {
+			p.jump(unix.BPF_JEQ, a.connect, "notify", "")
+			p.jump(unix.BPF_JEQ, a.socket, "sock", "")
+			p.jump(unix.BPF_JEQ, a.socketpair, "sock", "")
+			if a.socketcall >= 0 {
+				p.jump(unix.BPF_JEQ, uint32(a.socketcall), "nosys", "")
+			}
 		}
+		p.jump(unix.BPF_JEQ, a.ioUringSetup, "nosys", "")
 		p.openCalls(a)
 		p.ret(retAllow)
 		p.label(next)
@@ -179,11 +184,11 @@ func (p *prog) openCalls(a abi) {
 // install loads the filter on the calling thread (only) and returns the
 // listener of its notifications. The thread gets no_new_privs first (a
 // filter needs it without CAP_SYS_ADMIN; bubblewrap sets it anyway).
-func install() (int, error) {
+func install(linksOnly bool) (int, error) {
 	if len(arches) == 0 {
 		return -1, fmt.Errorf("ipcguard: no syscall table for %s", runtime.GOARCH)
 	}
-	ins, err := program(arches)
+	ins, err := program(arches, linksOnly)
 	if err != nil {
 		return -1, err
 	}

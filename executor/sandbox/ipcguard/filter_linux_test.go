@@ -52,7 +52,7 @@ func run(t *testing.T, ins []unix.SockFilter, nr, arch uint32, args ...uint64) u
 // TestProgramDecisions checks the filter's answer for each call it cares
 // about, and a few it must leave alone, on every ABI of this architecture.
 func TestProgramDecisions(t *testing.T) {
-	ins, err := program(arches)
+	ins, err := program(arches, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,5 +125,32 @@ func TestProgramDecisions(t *testing.T) {
 	}
 	if got := run(t, ins, 0, 0x12345678); got != enosys {
 		t.Errorf("an unknown ABI: got %#x, want ENOSYS", got)
+	}
+}
+
+// TestProgramLinksOnly: the filter of Config.LinksOnly leaves sockets
+// alone and still sends writing opens to the supervisor.
+func TestProgramLinksOnly(t *testing.T) {
+	ins, err := program(arches, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range arches {
+		for _, c := range []struct {
+			name string
+			nr   uint32
+			args []uint64
+			want uint32
+		}{
+			{"connect", a.connect, nil, retAllow},
+			{"unix datagram socket", a.socket, []uint64{unix.AF_UNIX, unix.SOCK_DGRAM}, retAllow},
+			{"openat write-only", a.openat, []uint64{0, 0, unix.O_WRONLY}, retNotify},
+			{"openat read-only", a.openat, []uint64{0, 0, unix.O_RDONLY}, retAllow},
+			{"io_uring_setup", a.ioUringSetup, nil, retErrno(unix.ENOSYS)},
+		} {
+			if got := run(t, ins, c.nr, a.audit, c.args...); got != c.want {
+				t.Errorf("%#x/%s: got %#x, want %#x", a.audit, c.name, got, c.want)
+			}
+		}
 	}
 }

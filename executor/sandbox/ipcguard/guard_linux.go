@@ -13,16 +13,23 @@ import (
 
 // Config configures New.
 type Config struct {
-	// Logger receives a line per refused connect (Info) and the
-	// supervisor's own failures (Warn); nil means none.
+	// Logger receives a line per refused connect or open and per broken
+	// hard link (Info) and the supervisor's own failures (Warn); nil
+	// means none.
 	Logger *zap.Logger
+	// LinksOnly keeps only the hard-link rule, for a level with network
+	// (workspace-network), where the host's sockets and FIFOs are within
+	// reach anyway: sockets are left alone, and a FIFO may be opened for
+	// writing; a write through a hard link still goes to a copy.
+	LinksOnly bool
 }
 
 // Guard is the filter and its supervisor. Its zero value is not usable:
 // make one with New.
 type Guard struct {
-	log     *zap.Logger
-	hostTmp uint64 // st_dev of the daemon's own /tmp; 0 when it has none
+	log       *zap.Logger
+	linksOnly bool
+	hostTmp   uint64 // st_dev of the daemon's own /tmp; 0 when it has none
 
 	mu       sync.Mutex
 	listener int // -1 until Install
@@ -53,7 +60,7 @@ func New(cfg Config) *Guard {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	g := &Guard{log: log, listener: -1, wakeR: -1, wakeW: -1, maxInflight: maxInflight, calls: callTable(arches)}
+	g := &Guard{log: log, linksOnly: cfg.LinksOnly, listener: -1, wakeR: -1, wakeW: -1, maxInflight: maxInflight, calls: callTable(arches)}
 	var st unix.Stat_t
 	if unix.Stat("/tmp", &st) == nil {
 		g.hostTmp = st.Dev
@@ -90,7 +97,7 @@ func (g *Guard) Install() error {
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 		return fmt.Errorf("ipcguard: pipe: %w", err)
 	}
-	fd, err := install()
+	fd, err := install(g.linksOnly)
 	if err == nil {
 		err = addfdSupport(fd)
 	}

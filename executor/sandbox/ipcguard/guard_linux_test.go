@@ -37,6 +37,9 @@ const (
 	// instead of the client; roEnv binds the workspace read-only.
 	cmdEnv = "IPCGUARD_TEST_CMD"
 	roEnv  = "IPCGUARD_TEST_RO"
+	// linksEnv makes the guard Config.LinksOnly and shares the network
+	// (level workspace-network).
+	linksEnv = "IPCGUARD_TEST_LINKS"
 	// testUID is the unprivileged user of the tests (nobody).
 	testUID = 65534
 )
@@ -82,7 +85,8 @@ func supervisorMain() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	g := New(Config{})
+	linksOnly := os.Getenv(linksEnv) != ""
+	g := New(Config{LinksOnly: linksOnly})
 	defer g.Close()
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
@@ -90,6 +94,9 @@ func supervisorMain() int {
 		return 2
 	}
 	args := append([]string{"bwrap"}, bwrapArgs(strings.Split(os.Getenv(bindEnv), ":"), ws)...)
+	if linksOnly {
+		args = slices.DeleteFunc(args, func(a string) bool { return a == "--unshare-net" })
+	}
 	if i := slices.Index(args, "--bind"); i >= 0 && os.Getenv(roEnv) != "" {
 		args[i] = "--ro-bind" // the workspace: level read-only
 	}

@@ -402,7 +402,7 @@ func (g *Guard) decideOpen(c *caller, call *openCall, t *target, root int) (int,
 	case unix.S_IFLNK:
 		return -1, unix.ELOOP // O_NOFOLLOW on a symlink
 	case unix.S_IFIFO:
-		if f&unix.O_ACCMODE != unix.O_RDONLY && !g.ownFIFO(t, root) {
+		if f&unix.O_ACCMODE != unix.O_RDONLY && !g.linksOnly && !g.ownFIFO(t, root) {
 			g.log.Info("ipcguard: FIFO write refused", zap.Int("pid", c.tid), zap.String("path", call.path))
 			return -1, unix.EACCES
 		}
@@ -411,7 +411,7 @@ func (g *Guard) decideOpen(c *caller, call *openCall, t *target, root int) (int,
 			return -1, unix.ENXIO // no controlling terminal here
 		}
 	case unix.S_IFDIR:
-		if call.truncate {
+		if call.truncate || f&unix.O_CREAT != 0 {
 			return -1, unix.EISDIR
 		}
 	case unix.S_IFREG:
