@@ -231,3 +231,38 @@ func BenchmarkGitCommit(b *testing.B) {
 	b.ReportMetric(ratio, "ratio")
 	b.ReportMetric(float64(g.Answered()-before)/float64(max(b.N, 10)), "answers/run")
 }
+
+// BenchmarkFileRulesStart: `bwrap … bash -c true` from a thread with the
+// whole filter and from one with the socket rules only (the filter before
+// the file rules), paired: what the file rules add to a call (bubblewrap's
+// set-up writes, let through, and bash's open of /dev/tty).
+func BenchmarkFileRulesStart(b *testing.B) {
+	requireTools(b, -1)
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		b.Fatal(err)
+	}
+	whole, sockets := New(Config{}), New(Config{})
+	sockets.rules = rules{sockets: true}
+	defer whole.Close()
+	defer sockets.Close()
+	after, before := newThread(b, whole), newThread(b, sockets)
+	ws := b.TempDir()
+	args := append(append([]string{"bwrap"}, bwrapArgs(nil, ws)...), "--", "bash", "-c", "true")
+	start := func(th thread) func() error {
+		return func() (err error) {
+			th.do(func() {
+				var p *os.Process
+				if p, err = os.StartProcess(bwrap, args, &os.ProcAttr{Files: []*os.File{nil, nil, os.Stderr}}); err == nil {
+					_, err = p.Wait()
+				}
+			})
+			return err
+		}
+	}
+	b.ResetTimer()
+	mb, ma, ratio := pairedMedian(b, max(b.N, 50), start(before), start(after))
+	b.ReportMetric(float64(mb.Microseconds()), "sockets-only-µs")
+	b.ReportMetric(float64(ma.Microseconds()), "whole-µs")
+	b.ReportMetric(ratio, "ratio")
+}

@@ -132,16 +132,25 @@
 // /proc/<tid>/status, and one is bash's open of /dev/tty. Measured paired
 // on a loaded 2-core machine (load 16–20): a bare bwrap … bash -c true from
 // the guarded thread / a plain one, median ratio 0.85–1.005 over three runs
-// of 50 pairs (BenchmarkSandboxStart: within noise); a sandboxed
-// foreground `true` through the executor, guarded / unguarded, COSTRATIO
-// (BenchmarkGuardOverhead in executor/sandbox).
+// of 50 pairs (BenchmarkSandboxStart: within noise); the whole filter /
+// the socket rules alone (the filter before the file rules), 0.64–0.91
+// over five runs of 100 pairs (BenchmarkFileRulesStart: no cost seen, the
+// whole filter even ahead, unexplained); a sandboxed
+// foreground `true` through the executor, guarded / unguarded, 1.15–1.17
+// over three runs of 60 pairs (BenchmarkGuardOverhead in
+// executor/sandbox; the guarded path of a root daemon includes
+// unshare(1); the same benchmark on the commit before the file rules gave
+// 0.93–1.19 under the same load).
 //
 // A writing open costs a round trip to the daemon and about twenty system
 // calls there: open(O_WRONLY|O_CREAT|O_TRUNC)+close took 203–285 µs
 // guarded, 17–19 µs plain (BenchmarkWriteOpen, medians of 500 pairs,
 // median ratios 8.6–13). On a realistic write-heavy command the share is
 // small: git init, 500 files written, git add, git commit in the sandbox
-// (1 275 writing opens) took GITFIGURES (BenchmarkGitCommit). A connect:
+// (1 275 writing opens) took 3.5–4.8 s either way, guarded / plain median
+// ratios 0.95, 1.13 and 0.98 over three runs of 10 pairs
+// (BenchmarkGitCommit): within the noise of the machine, where the round
+// trips predict about +7%. A connect:
 // a loopback TCP connect took 236 µs guarded, 68 µs plain
 // (BenchmarkConnect). Reads (open without a writing flag, read(2) and
 // write(2) on descriptors already open) never leave the kernel.

@@ -9,6 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// rules are the filter's two halves: the socket rules and the file rules.
+type rules struct{ sockets, files bool }
+
 // abi is one syscall ABI's numbers; socketcall, open, creat and
 // truncate64 are -1 where it has none.
 type abi struct {
@@ -106,9 +109,10 @@ func (p *prog) build() ([]unix.SockFilter, error) {
 // cannot see) fail with ENOSYS; and so does every call of an ABI not
 // listed (x32 included). Everything else is allowed.
 //
-// With linksOnly (Config.LinksOnly) the socket rules are left out:
-// connect(2), socket(2), socketpair(2) and socketcall(2) are allowed.
-func program(abis []abi, linksOnly bool) ([]unix.SockFilter, error) {
+// r chooses the rules: without sockets (Config.LinksOnly) connect(2),
+// socket(2), socketpair(2) and socketcall(2) are allowed; without files
+// (a benchmark's baseline) every open and truncate is.
+func program(abis []abi, r rules) ([]unix.SockFilter, error) {
 	p := &prog{labels: map[string]int{}}
 	p.load(offArch)
 	for i, a := range abis {
@@ -118,7 +122,7 @@ func program(abis []abi, linksOnly bool) ([]unix.SockFilter, error) {
 		if a.x32 {
 			p.jump(unix.BPF_JGE, x32Bit, "nosys", "")
 		}
-		if !linksOnly {
+		if r.sockets {
 			p.jump(unix.BPF_JEQ, a.connect, "notify", "")
 			p.jump(unix.BPF_JEQ, a.socket, "sock", "")
 			p.jump(unix.BPF_JEQ, a.socketpair, "sock", "")
@@ -127,7 +131,9 @@ func program(abis []abi, linksOnly bool) ([]unix.SockFilter, error) {
 			}
 		}
 		p.jump(unix.BPF_JEQ, a.ioUringSetup, "nosys", "")
-		p.openCalls(a)
+		if r.files {
+			p.openCalls(a)
+		}
 		p.ret(retAllow)
 		p.label(next)
 	}
@@ -184,11 +190,11 @@ func (p *prog) openCalls(a abi) {
 // install loads the filter on the calling thread (only) and returns the
 // listener of its notifications. The thread gets no_new_privs first (a
 // filter needs it without CAP_SYS_ADMIN; bubblewrap sets it anyway).
-func install(linksOnly bool) (int, error) {
+func install(r rules) (int, error) {
 	if len(arches) == 0 {
 		return -1, fmt.Errorf("ipcguard: no syscall table for %s", runtime.GOARCH)
 	}
-	ins, err := program(arches, linksOnly)
+	ins, err := program(arches, r)
 	if err != nil {
 		return -1, err
 	}

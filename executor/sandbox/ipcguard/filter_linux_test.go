@@ -52,7 +52,7 @@ func run(t *testing.T, ins []unix.SockFilter, nr, arch uint32, args ...uint64) u
 // TestProgramDecisions checks the filter's answer for each call it cares
 // about, and a few it must leave alone, on every ABI of this architecture.
 func TestProgramDecisions(t *testing.T) {
-	ins, err := program(arches, false)
+	ins, err := program(arches, rules{sockets: true, files: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestProgramDecisions(t *testing.T) {
 // TestProgramLinksOnly: the filter of Config.LinksOnly leaves sockets
 // alone and still sends writing opens to the supervisor.
 func TestProgramLinksOnly(t *testing.T) {
-	ins, err := program(arches, true)
+	ins, err := program(arches, rules{files: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ type Config struct {
 type Guard struct {
 	log       *zap.Logger
 	linksOnly bool
+	rules     rules
 	hostTmp   uint64 // st_dev of the daemon's own /tmp; 0 when it has none
 
 	mu       sync.Mutex
@@ -60,7 +61,7 @@ func New(cfg Config) *Guard {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	g := &Guard{log: log, linksOnly: cfg.LinksOnly, listener: -1, wakeR: -1, wakeW: -1, maxInflight: maxInflight, calls: callTable(arches)}
+	g := &Guard{log: log, linksOnly: cfg.LinksOnly, rules: rules{sockets: !cfg.LinksOnly, files: true}, listener: -1, wakeR: -1, wakeW: -1, maxInflight: maxInflight, calls: callTable(arches)}
 	var st unix.Stat_t
 	if unix.Stat("/tmp", &st) == nil {
 		g.hostTmp = st.Dev
@@ -97,7 +98,7 @@ func (g *Guard) Install() error {
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 		return fmt.Errorf("ipcguard: pipe: %w", err)
 	}
-	fd, err := install(g.linksOnly)
+	fd, err := install(g.rules)
 	if err == nil {
 		err = addfdSupport(fd)
 	}
