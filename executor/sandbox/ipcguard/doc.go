@@ -94,6 +94,14 @@
 //     that left the command a way to a capability would leave the file
 //     rules open to it.
 //
+// A Guard made with Config.LinksOnly, for a level with network, keeps
+// only the hard-link rule: its filter leaves sockets alone (connect,
+// socket, socketpair and socketcall are the kernel's) and its supervisor
+// lets a FIFO be opened for writing; io_uring stays refused (its opens
+// would pass the supervisor by). The launch path does not use it yet
+// (workspace-network starts from the unguarded spawn thread; see Known
+// limits).
+//
 // Because the check is made on the inode that is then connected, and the
 // address read once into the supervisor, nothing the caller's other threads
 // or processes do meanwhile (rewriting the address, swapping a symlink,

@@ -407,7 +407,7 @@ func (g *Guard) decideOpen(c *caller, call *openCall, t *target, root int) (int,
 			return -1, unix.EACCES
 		}
 	case unix.S_IFCHR:
-		if t.st.Rdev == ttyDev && !t.own {
+		if t.st.Rdev == ttyDev {
 			return -1, unix.ENXIO // no controlling terminal here
 		}
 	case unix.S_IFDIR:
