@@ -19,6 +19,8 @@ const (
 	callCreat    // creat(path, mode)
 	callTruncate // truncate(path, length)
 	callTrunc64  // truncate64(path, [pad,] low, high) of a 32-bit ABI
+	callMknod    // mknod(path, mode, dev) of a FIFO
+	callMknodat  // mknodat(dirfd, path, mode, dev) of a FIFO
 )
 
 // callKey is a system call of one ABI, as a notification names it.
@@ -34,7 +36,8 @@ func callTable(abis []abi) map[callKey]callKind {
 		m[callKey{a.audit, int32(a.connect)}] = callConnect
 		m[callKey{a.audit, int32(a.openat)}] = callOpenat
 		m[callKey{a.audit, int32(a.truncate)}] = callTruncate
-		for nr, k := range map[int]callKind{a.open: callOpen, a.creat: callCreat, a.truncate64: callTrunc64} {
+		m[callKey{a.audit, int32(a.mknodat)}] = callMknodat
+		for nr, k := range map[int]callKind{a.open: callOpen, a.creat: callCreat, a.truncate64: callTrunc64, a.mknod: callMknod} {
 			if nr >= 0 {
 				m[callKey{a.audit, int32(nr)}] = k
 			}

@@ -109,6 +109,7 @@ assert open("viafd.txt").read() == "ok"'
 r umask sh -c 'umask 077 && echo u > um.txt && test "$(stat -c %a um.txt)" = 600'
 r symlinks sh -c 'ln -s made.txt dangling && echo m > dangling && test "$(cat made.txt)" = m && mkdir -p d && ln -s ../new.txt d/up && echo up >> d/up && tail -1 new.txt | grep -qx up'
 r fdredirect bash -c 'exec 3>fd3.txt && echo three >&3 && exec 3>&- && test "$(cat fd3.txt)" = three'
+r wsfifo sh -c 'mkfifo own.fifo && { cat own.fifo > own.out & } && echo w > own.fifo && wait && test "$(cat own.out)" = w'
 r git sh -c 'git init -q g && cd g && for i in $(seq 100); do echo $i > f$i; done && git add . && git -c user.email=a@b -c user.name=a commit -qm m && test -z "$(git status --porcelain)" && echo 101 > f1 && git -c user.email=a@b -c user.name=a commit -qam n'
 `
 
@@ -255,8 +256,9 @@ func TestFIFOsAndLinksLandUnguarded(t *testing.T) {
 // dd, an O_RDWR write, truncate(2)) leaves the file outside byte for byte
 // unchanged while the workspace name holds the new content; and ordinary
 // work on files (writes, /dev/null, /dev/stderr, pipes, heredocs, process
-// substitution, /tmp and its FIFOs and links, git add and commit of 100
-// files) keeps working.
+// substitution, /tmp and its FIFOs and links, a FIFO the command makes in
+// the workspace, git add and commit of 100 files) keeps working; the
+// host's FIFO renamed by the command stays refused.
 func TestFIFOsAndLinksHeld(t *testing.T) {
 	for name, uid := range users() {
 		t.Run(name, func(t *testing.T) {
@@ -264,7 +266,9 @@ func TestFIFOsAndLinksHeld(t *testing.T) {
 			h := newFileHost(t, uid)
 			out := h.run(t, uid, true, true, "bash", "-c", h.fifoScript())
 			h.checkFIFOs(t, "read-only", out)
-			out = h.run(t, uid, true, false, "bash", "-c", h.fifoScript()+linkScript()+ordinaryFiles)
+			// The workspace's FIFO renamed: still the host's, still refused.
+			renamed := "mv fifo renamed.fifo && timeout 5 sh -c 'echo pwned > renamed.fifo'\n"
+			out = h.run(t, uid, true, false, "bash", "-c", h.fifoScript()+linkScript()+ordinaryFiles+renamed)
 			h.checkFIFOs(t, "workspace", out)
 			for name, w := range linkWays {
 				if got := h.read(t, filepath.Join(h.store, name)); got != "original\n" {
@@ -282,8 +286,8 @@ func TestFIFOsAndLinksHeld(t *testing.T) {
 					t.Errorf("ordinary work failed: %s", line)
 				}
 			}
-			if n := strings.Count(out, ": ok"); n != 14 {
-				t.Errorf("%d ordinary uses reported ok, want 14", n)
+			if n := strings.Count(out, ": ok"); n != 15 {
+				t.Errorf("%d ordinary uses reported ok, want 15", n)
 			}
 		})
 	}
@@ -310,8 +314,8 @@ func TestLinksOnlyGuard(t *testing.T) {
 			if got := h.fifoHome.received(); !strings.Contains(got, "pwned") {
 				t.Errorf("the $HOME FIFO's reader received %q: want the write let through at this level", got)
 			}
-			if n := strings.Count(out, ": ok"); n != 14 {
-				t.Errorf("%d ordinary uses reported ok, want 14", n)
+			if n := strings.Count(out, ": ok"); n != 15 {
+				t.Errorf("%d ordinary uses reported ok, want 15", n)
 			}
 		})
 	}

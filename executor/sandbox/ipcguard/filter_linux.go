@@ -22,6 +22,8 @@ type abi struct {
 	// The calls that open or truncate by path (open_linux.go).
 	openat, openat2, truncate, openByHandleAt uint32
 	open, creat, truncate64                   int
+	mknodat                                   uint32
+	mknod                                     int
 	// trunc64Low is the argument holding truncate64's length, low half
 	// first (after a pad register on 32-bit ARM).
 	trunc64Low int
@@ -144,6 +146,14 @@ func program(abis []abi, r rules) ([]unix.SockFilter, error) {
 	p.label("flags2")
 	p.load(offArg2)
 	p.jump(unix.BPF_JSET, writeFlags, "notify", "allow")
+	p.label("fifo1")
+	p.load(offArg1)
+	p.op(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, unix.S_IFMT)
+	p.jump(unix.BPF_JEQ, unix.S_IFIFO, "notify", "allow")
+	p.label("fifo2")
+	p.load(offArg2)
+	p.op(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, unix.S_IFMT)
+	p.jump(unix.BPF_JEQ, unix.S_IFIFO, "notify", "allow")
 	p.label("eperm")
 	p.ret(retErrno(unix.EPERM))
 	p.label("nosys")
@@ -172,7 +182,9 @@ func program(abis []abi, r rules) ([]unix.SockFilter, error) {
 // openat2(2), whose flags are behind a pointer the caller may rewrite after
 // a check, fails with ENOSYS (libc and Go fall back to openat);
 // open_by_handle_at(2) fails with EPERM (it opens by inode, below any
-// path, and needs a capability a sandbox has not anyway).
+// path, and needs a capability a sandbox has not anyway); mknod(2) and
+// mknodat(2) of a FIFO go to the supervisor (which records the FIFOs
+// sandboxes make: those may be written).
 func (p *prog) openCalls(a abi) {
 	for _, nr := range []int{a.creat, int(a.truncate), a.truncate64} {
 		if nr >= 0 {
@@ -183,6 +195,10 @@ func (p *prog) openCalls(a abi) {
 		p.jump(unix.BPF_JEQ, uint32(a.open), "flags1", "")
 	}
 	p.jump(unix.BPF_JEQ, a.openat, "flags2", "")
+	if a.mknod >= 0 {
+		p.jump(unix.BPF_JEQ, uint32(a.mknod), "fifo1", "")
+	}
+	p.jump(unix.BPF_JEQ, a.mknodat, "fifo2", "")
 	p.jump(unix.BPF_JEQ, a.openat2, "nosys", "")
 	p.jump(unix.BPF_JEQ, a.openByHandleAt, "eperm", "")
 }

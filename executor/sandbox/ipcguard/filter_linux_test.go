@@ -84,6 +84,8 @@ func TestProgramDecisions(t *testing.T) {
 			{"openat2", a.openat2, nil, enosys},
 			{"open_by_handle_at", a.openByHandleAt, nil, retErrno(unix.EPERM)},
 			{"truncate", a.truncate, nil, retNotify},
+			{"mknodat of a FIFO", a.mknodat, []uint64{0, 0, unix.S_IFIFO | 0o644}, retNotify},
+			{"mknodat of a file", a.mknodat, []uint64{0, 0, unix.S_IFREG | 0o644}, retAllow},
 		}
 		type tc = struct {
 			name string

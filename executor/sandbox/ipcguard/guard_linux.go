@@ -47,6 +47,7 @@ type Guard struct {
 	hold        func() // tests: run by each handler before it decides
 	calls       map[callKey]callKind
 	workers     workers // threads that open with a caller's identity
+	fifos       madeFIFOs
 }
 
 // maxInflight is Guard.maxInflight: enough for any build's parallelism,

@@ -27,6 +27,7 @@ type openCall struct {
 	mode     uint32
 	truncate bool // truncate(2): length applies, flags are O_WRONLY
 	length   int64
+	mknod    bool // mknod(2) of a FIFO: mode holds S_IFIFO
 }
 
 // writes reports whether the call writes to an existing file's data.
@@ -79,7 +80,7 @@ func (g *Guard) answerOpen(n notif) {
 	switch {
 	case errno != 0:
 		g.send(n.ID, errno)
-	case in.call.truncate:
+	case in.call.truncate || in.call.mknod:
 		g.send(n.ID, 0)
 	default:
 		g.sendFD(n.ID, fd, in.call.flags&unix.O_CLOEXEC != 0)
@@ -137,6 +138,10 @@ func readCall(n notif, kind callKind) (*openCall, unix.Errno) {
 		if a.compat {
 			o.length = int64(int32(args[1]))
 		}
+	case callMknod:
+		ptr, o.mode, o.mknod, o.flags = args[0], uint32(args[1]), true, unix.O_CREAT|unix.O_EXCL
+	case callMknodat:
+		o.dirfd, ptr, o.mode, o.mknod, o.flags = int(int32(args[0])), args[1], uint32(args[2]), true, unix.O_CREAT|unix.O_EXCL
 	case callTrunc64:
 		lo := a.trunc64Low
 		ptr, o.flags, o.truncate, o.length = args[0], unix.O_WRONLY, true, int64(args[lo]|args[lo+1]<<32)
@@ -382,6 +387,12 @@ var ttyDev = unix.Mkdev(5, 0)
 // caller, or the errno to answer (EAGAIN: resolve again, a create raced).
 func (g *Guard) decideOpen(c *caller, call *openCall, t *target, root int) (int, unix.Errno) {
 	f := call.flags
+	if call.mknod {
+		if t.pin >= 0 {
+			return -1, unix.EEXIST
+		}
+		return -1, g.mkfifo(c, call, t)
+	}
 	if t.pin < 0 {
 		if f&unix.O_CREAT == 0 || call.truncate {
 			return -1, unix.ENOENT
@@ -402,7 +413,7 @@ func (g *Guard) decideOpen(c *caller, call *openCall, t *target, root int) (int,
 	case unix.S_IFLNK:
 		return -1, unix.ELOOP // O_NOFOLLOW on a symlink
 	case unix.S_IFIFO:
-		if f&unix.O_ACCMODE != unix.O_RDONLY && !g.linksOnly && !g.ownFIFO(t, root) {
+		if f&unix.O_ACCMODE != unix.O_RDONLY && !g.linksOnly && !g.ownFIFO(t, root) && !g.fifos.has(t.pin) {
 			g.log.Info("ipcguard: FIFO write refused", zap.Int("pid", c.tid), zap.String("path", call.path))
 			return -1, unix.EACCES
 		}
