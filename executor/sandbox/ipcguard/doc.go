@@ -56,7 +56,11 @@
 //     taken with pidfd_getfd.
 //   - the decision is made on that inode: a FIFO opened for writing (or
 //     reading and writing) fails with EACCES unless it is on the caller's
-//     private /tmp or is an anonymous pipe of the caller's own; /dev/tty
+//     private /tmp, is an anonymous pipe of the caller's own, or was made
+//     by a sandboxed command (mknod(2) and mknodat(2) of a FIFO are made
+//     by the supervisor, which records the new inode's device, number and
+//     birth time; a host's FIFO renamed to that name meanwhile has an
+//     older birth and is not recorded); /dev/tty
 //     fails with ENXIO (it would be the daemon's terminal); a file on
 //     procfs or sysfs fails with EACCES (the daemon's open would be judged
 //     in the daemon's namespaces: a sysctl of the host's); a regular file
@@ -166,8 +170,12 @@
 // # Known limits
 //
 //   - A FIFO can still be read: a command may consume what a host process
-//     writes to a FIFO it can see. A FIFO the command made itself in the
-//     workspace cannot be opened for writing either (only /tmp's can).
+//     writes to a FIFO it can see.
+//   - A FIFO a sandbox made is writable where the filesystem records
+//     birth times (statx STATX_BTIME: ext4, xfs, btrfs, tmpfs); elsewhere
+//     (some network filesystems) it is refused like a host's. The record
+//     lives as long as the daemon (4 096 FIFOs, the oldest forgotten
+//     first): a FIFO made under a daemon before a restart is refused.
 //   - Hard links are broken, not refused: the workspace name gets a new
 //     inode (the other names keep the old one), so two names inside the
 //     workspace that were one file are two after a write through either.
