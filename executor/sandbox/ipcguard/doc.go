@@ -4,8 +4,9 @@
 // workspace), a path-bound Unix socket outside the command's private /tmp
 // cannot be connected to, whoever listens on it (a Docker socket under
 // $HOME, git's fsmonitor socket in the workspace, an agent's socket
-// anywhere the sandbox shows); a FIFO outside that /tmp cannot be opened
-// for writing, whoever reads it; and a write to a file with more than one
+// anywhere the sandbox shows); a FIFO outside that /tmp, unless a
+// sandboxed command made it, cannot be opened for writing, whoever reads
+// it; and a write to a file with more than one
 // link (a workspace file hard-linked into pnpm's store outside it) goes to
 // a copy of its own, leaving the other links unchanged.
 //
