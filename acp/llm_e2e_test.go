@@ -673,19 +673,19 @@ func TestE2EModelCompletionNotice(t *testing.T) {
 // A background task that finishes while a turn runs is told to the model in
 // the turn's next request, after the tool results it followed.
 func TestE2EModelCompletionNoticeMidTurn(t *testing.T) {
-	bgCmd := "read x < go.fifo"
+	// The task makes its FIFO itself: at workspace a command may write to
+	// a FIFO a sandboxed command made, not to one of the host's (ipcguard).
+	bgCmd := "mkfifo go.fifo && read x < go.fifo"
 	srv := llmtest.New(t,
 		llmtest.Calls(llmBash("call_bg", bgCmd, "Wait for a line", true)),
 		// The release returns once the test has seen the task finish.
-		llmtest.Calls(llmBash("call_go", "echo go > go.fifo; read y < back.fifo", "Release the task", false)),
+		llmtest.Calls(llmBash("call_go", "until [ -p go.fifo ]; do sleep 0.01; done; echo go > go.fifo; read y < back.fifo", "Release the task", false)),
 		llmtest.Reply("It finished."),
 		llmtest.Reply("Yes."),
 	)
 	f := newLLMFixture(t, srv, llmOptions{})
-	for _, name := range []string{"go.fifo", "back.fifo"} {
-		if err := syscall.Mkfifo(filepath.Join(f.cwd, name), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if err := syscall.Mkfifo(filepath.Join(f.cwd, "back.fifo"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	finished := llmTaskFinishedLine("bash-1")
 	go func() {

@@ -10,7 +10,8 @@ import (
 // The IPC guard (executor/sandbox/ipcguard) of the levels without network:
 // their bwraps are started from the spawner's guard thread, which holds
 // the guard's seccomp filter, so nothing in such a sandbox connects to a
-// path socket outside its private /tmp. Where the guard cannot be
+// path socket or writes to a FIFO outside its private /tmp, and a write
+// through a hard link goes to a copy. Where the guard cannot be
 // installed, those starts fail, the probe (at read-only) with them, and
 // confined levels are not offered: the guard fails closed.
 

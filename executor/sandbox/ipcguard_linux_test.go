@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -102,6 +103,88 @@ func TestNoIPCOutWithoutNetwork(t *testing.T) {
 	res := run(t, e, executor.LevelOff, ws, cmd)
 	if len(docker.received()) != 1 || len(fsmonitor.received()) != 1 {
 		t.Fatalf("off: the listeners did not receive the control connects: %s", res.Combined)
+	}
+}
+
+// hostFIFO makes a FIFO at path that a host reader holds open (with a
+// write end of its own, never written, so a sandboxed writer's bytes wait
+// in the pipe) and returns a function reading what reached it.
+func hostFIFO(t *testing.T, path string) func() string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	r, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	var got []byte
+	return func() string {
+		buf := make([]byte, 4096)
+		for {
+			n, err := syscall.Read(int(r.Fd()), buf)
+			if err != nil || n <= 0 {
+				return string(got)
+			}
+			got = append(got, buf[:n]...)
+		}
+	}
+}
+
+// TestNoFIFOWriteOrLinkWriteOut: through the real executor, at read-only
+// and workspace no host reader of a FIFO under $HOME or in the workspace
+// receives a byte, and at workspace a write to a workspace file that is a
+// hard link to a file outside (a pnpm store's) leaves that file unchanged
+// while the workspace name holds the new content; at off all land (the
+// check can fail).
+func TestNoFIFOWriteOrLinkWriteOut(t *testing.T) {
+	requireBwrap(t)
+	home := testHome(t)
+	ws := t.TempDir()
+	store := filepath.Join(t.TempDir(), "store", "index.js")
+	if err := os.MkdirAll(filepath.Dir(store), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(store, []byte("original\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(store, filepath.Join(ws, "index.js")); err != nil {
+		t.Fatal(err)
+	}
+	e := newTestExecutor(t, Config{Home: home})
+	homeFIFO := hostFIFO(t, filepath.Join(home, "fifo"))
+	wsFIFO := hostFIFO(t, filepath.Join(ws, "fifo"))
+	cmd := "for f in " + filepath.Join(home, "fifo") + " fifo; do timeout 5 sh -c 'echo pwned > $0' $f; done; echo x >> index.js; cat index.js"
+	for _, level := range []executor.Level{executor.LevelReadOnly, executor.LevelWorkspace} {
+		res := run(t, e, level, ws, cmd)
+		t.Logf("%s: %s", level, res.Combined)
+		if got := homeFIFO() + wsFIFO(); got != "" {
+			t.Errorf("%s: a FIFO's host reader received %q", level, got)
+		}
+		if b, _ := os.ReadFile(store); string(b) != "original\n" {
+			t.Fatalf("%s: the file outside the workspace changed: %q", level, b)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "index.js")); string(b) != "original\nx\n" {
+		t.Errorf("workspace: the workspace file holds %q, want the appended line", b)
+	}
+	if err := os.Link(store, filepath.Join(ws, "again.js")); err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, e, executor.LevelOff, ws, strings.ReplaceAll(cmd, "index.js", "again.js"))
+	if homeFIFO() == "" || wsFIFO() == "" {
+		t.Errorf("off: the FIFOs' readers did not receive the control writes: %s", res.Combined)
+	}
+	if b, _ := os.ReadFile(store); string(b) == "original\n" {
+		t.Errorf("off: the control write did not reach the file outside")
 	}
 }
 

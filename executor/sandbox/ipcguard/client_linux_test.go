@@ -290,7 +290,7 @@ func bypass(target string) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		fd, err := install()
+		fd, err := install(rules{sockets: true, files: true})
 		if err != nil {
 			errc <- err
 			return

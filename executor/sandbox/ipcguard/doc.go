@@ -1,9 +1,14 @@
 // Package ipcguard keeps a sandboxed command from reaching the host's
-// processes through the filesystem's IPC endpoints: at the levels without
-// network (read-only, workspace), a path-bound Unix socket outside the
-// command's private /tmp cannot be connected to, whoever listens on it (a
-// Docker socket under $HOME, git's fsmonitor socket in the workspace, an
-// agent's socket anywhere the sandbox shows).
+// processes through the filesystem's IPC endpoints, and from writing
+// through a hard link: at the levels without network (read-only,
+// workspace), a path-bound Unix socket outside the command's private /tmp
+// cannot be connected to, whoever listens on it (a Docker socket under
+// $HOME, git's fsmonitor socket in the workspace, an agent's socket
+// anywhere the sandbox shows); a FIFO outside that /tmp, unless a
+// sandboxed command made it, cannot be opened for writing, whoever reads
+// it; and a write to a file with more than one
+// link (a workspace file hard-linked into pnpm's store outside it) goes to
+// a copy of its own, leaving the other links unchanged.
 //
 // # Contract
 //
@@ -36,55 +41,179 @@
 //   - io_uring_setup(2) (its requests bypass seccomp) and socketcall(2)
 //     (its arguments are out of the filter's sight) fail with ENOSYS, and
 //     so does every call of an ABI the filter does not list (x32).
+//   - open(2) and openat(2) whose flags hold O_WRONLY, O_RDWR, O_CREAT or
+//     O_TRUNC (the filter reads the flags register: a read-only open never
+//     leaves the kernel), creat(2), truncate(2) and truncate64(2) are made
+//     by the supervisor, which answers with the descriptor it opened
+//     (SECCOMP_IOCTL_NOTIF_ADDFD with SECCOMP_ADDFD_FLAG_SEND: the call
+//     returns its number in the caller, FD_CLOEXEC set as O_CLOEXEC asked):
+//   - the path is read once, made absolute in the caller's view (its cwd,
+//     or the directory its dirfd names) and resolved inside the caller's
+//     root: every component but the last by openat2 RESOLVE_IN_ROOT with
+//     magic links refused, the last one by hand (O_PATH|O_NOFOLLOW; a
+//     symlink followed the same way, unless O_NOFOLLOW, up to 40), to an
+//     inode held open. /proc/self/fd/N, /proc/thread-self/fd/N, /dev/fd/N
+//     and /dev/stdin, stdout, stderr are the caller's own descriptor N,
+//     taken with pidfd_getfd.
+//   - the decision is made on that inode: a FIFO opened for writing (or
+//     reading and writing) fails with EACCES unless it is on the caller's
+//     private /tmp, is an anonymous pipe of the caller's own, or was made
+//     by a sandboxed command (mknod(2) and mknodat(2) of a FIFO are made
+//     by the supervisor, which records the new inode's device, number and
+//     birth time; a host's FIFO renamed to that name meanwhile has an
+//     older birth and is not recorded); /dev/tty
+//     fails with ENXIO (it would be the daemon's terminal); a file on
+//     procfs or sysfs fails with EACCES (the daemon's open would be judged
+//     in the daemon's namespaces: a sysctl of the host's); a regular file
+//     with more than one link, opened for writing or truncated, is first
+//     replaced in its directory by a copy (breakLink: the bytes, the mode
+//     and, where the caller may set them, owner and group, written under a
+//     temporary name and renamed over the entry), and the write goes to
+//     the copy. Where the copy cannot be made (no write permission on the
+//     directory, a read-only mount, a file the caller cannot read) the
+//     open fails with that error: the link is never written through. A
+//     hard link reached through the caller's own descriptor fails with
+//     EACCES (no directory to break it in).
+//   - the open itself (O_CREAT, O_EXCL, O_TRUNC, O_APPEND, O_DIRECTORY,
+//     O_NONBLOCK and the other flags as given; O_TMPFILE in the resolved
+//     directory; O_PATH as the held inode) is made on the held inode
+//     through /proc/self/fd, or for a new file by openat on the held
+//     directory with O_EXCL (a name that appeared meanwhile is decided
+//     again), on a worker thread that took the caller's filesystem uid
+//     and gid, its groups and its umask and holds no capability at all:
+//     the permission checks are the caller's, on the caller's mounts (a
+//     read-only one stays so), and a root daemon opens nothing its
+//     capability-less sandbox could not.
+//   - openat2(2) fails with ENOSYS (its flags are behind a pointer the
+//     caller could rewrite after a check; glibc, Go and Rust fall back to
+//     openat) and open_by_handle_at(2) with EPERM.
+//   - a caller holding any effective capability is let through as made
+//     (CONTINUE): that is bubblewrap (or unshare(1)) setting the sandbox
+//     up, with every capability of the user namespace it just made (its
+//     uid_map, its mount points, its max_user_namespaces), and so is the
+//     daemon's own process (the Go runtime writing a child's uid_map).
+//     This relies on the launcher's contract: the command and everything
+//     it starts hold no capability, ever (bwrap --unshare-user
+//     --disable-userns --cap-drop ALL, with no_new_privs: an empty
+//     bounding set, no user namespace to make, no setuid exec). A launcher
+//     that left the command a way to a capability would leave the file
+//     rules open to it.
+//
+// A Guard made with Config.LinksOnly, for a level with network, keeps
+// only the hard-link rule: its filter leaves sockets alone (connect,
+// socket, socketpair and socketcall are the kernel's) and its supervisor
+// lets a FIFO be opened for writing; io_uring stays refused (its opens
+// would pass the supervisor by). The launch path does not use it yet
+// (workspace-network starts from the unguarded spawn thread; see Known
+// limits).
 //
 // Because the check is made on the inode that is then connected, and the
 // address read once into the supervisor, nothing the caller's other threads
 // or processes do meanwhile (rewriting the address, swapping a symlink,
 // renaming a directory) changes what is connected: the guard holds by
 // construction, not by winning a race (TestWaysOutBlockedGuarded flips
-// the address between /tmp and $HOME during 300+ connects). Nor can a
+// the address between /tmp and $HOME during 300+ connects). The same holds
+// for opens: the kernel never resolves the caller's path again, the
+// caller receives the inode the decision was made on (TestFileRacesHeld
+// swaps a name between a symlink to a $HOME FIFO, or a hard link to a file
+// outside, and a regular file during hundreds of opens). Nor can a
 // command take the notifications with a filter of its own that answers
 // CONTINUE: the kernel refuses a notifying filter below one that has a
 // listener (EBUSY).
 //
-// The supervisor needs Linux 5.6 (pidfd_getfd, openat2); Install fails
-// where it is missing, and the caller refuses the levels the guard serves.
-// Guard.Close stops the supervisor: a filtered process left then gets
-// ENOSYS from connect (fail closed). The supervisor works from a
+// The supervisor needs Linux 5.6 (pidfd_getfd, openat2) and 5.14
+// (SECCOMP_ADDFD_FLAG_SEND); Install fails where they are missing, and the
+// caller refuses the levels the guard serves. Guard.Close stops the
+// supervisor: a filtered process left then gets ENOSYS from connect and
+// from every writing open (fail closed). The supervisor works from a
 // non-dumpable daemon, root or not (the tests run it as both).
 //
 // Ordinary work keeps working: a server and client on /tmp (by absolute or
 // relative path), socketpair(2) of stream sockets, pipes, loopback TCP in
-// the sandbox's network namespace.
+// the sandbox's network namespace; writing, appending and creating files,
+// `>/dev/null`, `2>&1`, `>/dev/stderr`, heredocs, process substitution,
+// FIFOs and hard links on /tmp, `git add` and `git commit`
+// (TestFIFOsAndLinksHeld).
 //
 // # Cost
 //
-// Nothing per command: the filter is loaded once, on one thread, and a
-// command that does not connect never meets the supervisor (`bwrap … bash
-// -c true` makes no connect). Measured paired on a loaded 2-core machine
-// (load 20–26): a sandboxed foreground `true` guarded / unguarded, median
-// ratio 1.009–1.025 (BenchmarkGuardOverhead in executor/sandbox), a bare
-// bwrap from the guarded thread / a plain one 1.09 (medians 118.1 and
-// 117.7 ms, BenchmarkSandboxStart). A connect costs a round trip to the
-// daemon and about twenty system calls there: a loopback TCP connect took
-// 236 µs guarded, 68 µs plain (BenchmarkConnect), under the same load.
+// Per command, nearly nothing: the filter is loaded once, on one thread; a
+// command meets the supervisor only when it connects or opens a file for
+// writing. `bwrap … bash -c true` makes 13 notifications: 12 are
+// bubblewrap's own set-up writes (uid_map, setgroups, gid_map, mount
+// points, max_user_namespaces), answered CONTINUE after one read of
+// /proc/<tid>/status, and one is bash's open of /dev/tty. Measured paired
+// on a loaded 2-core machine (load 16–20): a bare bwrap … bash -c true from
+// the guarded thread / a plain one, median ratio 0.85–1.005 over three runs
+// of 50 pairs (BenchmarkSandboxStart: within noise); the whole filter /
+// the socket rules alone (the filter before the file rules), 0.64–0.91
+// over five runs of 100 pairs (BenchmarkFileRulesStart: no cost seen, the
+// whole filter even ahead, unexplained); a sandboxed
+// foreground `true` through the executor, guarded / unguarded, 1.15–1.17
+// over three runs of 60 pairs (BenchmarkGuardOverhead in
+// executor/sandbox; the guarded path of a root daemon includes
+// unshare(1); the same benchmark on the commit before the file rules gave
+// 0.93–1.19 under the same load).
+//
+// A writing open costs a round trip to the daemon and about twenty system
+// calls there: open(O_WRONLY|O_CREAT|O_TRUNC)+close took 203–285 µs
+// guarded, 17–19 µs plain (BenchmarkWriteOpen, medians of 500 pairs,
+// median ratios 8.6–13). On a realistic write-heavy command the share is
+// small: git init, 500 files written, git add, git commit in the sandbox
+// (1 275 writing opens) took 3.5–4.8 s either way, guarded / plain median
+// ratios 0.95, 1.13 and 0.98 over three runs of 10 pairs
+// (BenchmarkGitCommit): within the noise of the machine, where the round
+// trips predict about +7%. A connect:
+// a loopback TCP connect took 236 µs guarded, 68 µs plain
+// (BenchmarkConnect). Reads (open without a writing flag, read(2) and
+// write(2) on descriptors already open) never leave the kernel.
 //
 // # Known limits
 //
-//   - FIFOs are not covered: a FIFO outside /tmp that a host process reads
-//     can be opened for writing where the sandbox shows it (read-only
-//     mounts do not stop that). Landlock's WRITE_FILE right would refuse it
-//     outside the writable roots, but Landlock must be applied inside
-//     bubblewrap after its mounts (a Landlock domain may not mount), which
-//     takes a program run before bash in every sandbox: measured here
-//     (paired medians of 60 calls, a loaded 2-core machine), the daemon's
-//     own binary as that program made a call 1.80× a bare bwrap (Go's
-//     start-up and the binary's package inits, before even exec'ing
-//     bash), a minimal Go program 1.54×, both over the per-call budget
-//     (1.2×). And inside a writable workspace no Landlock rule tells a
-//     FIFO from a file.
 //   - A FIFO can still be read: a command may consume what a host process
 //     writes to a FIFO it can see.
+//   - A FIFO a sandbox made is writable where the filesystem records
+//     birth times (statx STATX_BTIME: ext4, xfs, btrfs, tmpfs); elsewhere
+//     (some network filesystems) it is refused like a host's. The record
+//     lives as long as the daemon (4 096 FIFOs, the oldest forgotten
+//     first): a FIFO made under a daemon before a restart is refused.
+//   - Hard links are broken, not refused: the workspace name gets a new
+//     inode (the other names keep the old one), so two names inside the
+//     workspace that were one file are two after a write through either.
+//     The copy's owner and group are the caller's where it may not set the
+//     original's (a non-root daemon's files are its own anyway); its
+//     timestamps are new. A write through a descriptor the command already
+//     held before (one inherited, or opened read-only and reopened through
+//     /proc/self/fd for writing: EACCES) is not broken. Metadata changes
+//     through a link (chmod, chown, utimes, setxattr) are not guarded and
+//     reach the other links.
+//   - What the supervisor does not follow as the kernel would: paths
+//     through a magic link other than the caller's own descriptors
+//     (/proc/self/cwd/…, /proc/self/root/…, /proc/<other pid>/fd/N), and
+//     symlinks to /proc/self in the middle of a path (not at its end),
+//     fail with ELOOP or ENOENT when opened for writing. Writing to
+//     procfs or sysfs files (/proc/self/oom_score_adj, /proc/self/comm)
+//     fails with EACCES. /dev/tty fails with ENXIO. openat2(2) fails with
+//     ENOSYS. O_NOCTTY is moot: the supervisor's open never makes a
+//     terminal the caller's controlling one. fs.protected_regular and
+//     fs.protected_fifos are not applied to an O_CREAT open of an existing
+//     file (the supervisor reopens it without O_CREAT; at these levels the
+//     only shared sticky directory is the private /tmp).
+//   - The launcher contract above: a caller with an effective capability
+//     is let through. bubblewrap with --unshare-user --disable-userns
+//     --cap-drop ALL and no_new_privs keeps every command below that line;
+//     a launcher that does not would open the file rules to its commands.
+//   - workspace-network and off are not guarded: at workspace-network a
+//     write through a hard link reaches the other links, and a FIFO a host
+//     process reads can be written (the network is open anyway). Guarding
+//     hard links there needs a second filter, without the connect rules,
+//     on a second launch thread.
+//   - At most 256 calls (connects and opens) are answered at once, across
+//     all sandboxes (a connect, or an open of a FIFO on /tmp waiting for
+//     its reader, may block a daemon thread); one over that fails at once
+//     with EAGAIN [TestInflightBounded]. A command that floods connects to
+//     its own stuck listener can so make other sandboxes' calls fail for
+//     as long as it runs.
 //   - The supervisor connects with the daemon's credentials: a server on
 //     the sandbox's /tmp sees its client's SO_PEERCRED pid as 0 (the
 //     daemon is outside the sandbox's pid namespace) and its uid as the
@@ -92,15 +221,15 @@
 //   - Unix datagram sockets cannot be made at these levels (syslog(3) to
 //     /dev/log and datagram socketpairs included); 32-bit programs that
 //     use socketcall(2) for their sockets fail.
-//   - At most 256 connects are answered at once, across all sandboxes (a
-//     connect may block a daemon thread, e.g. on a listener that never
-//     accepts); one over that fails at once with EAGAIN
-//     [TestInflightBounded]. A command that floods connects to its own
-//     stuck listener can so make other sandboxes' connects fail for as long
-//     as it runs.
 //   - A connect to a path through /proc/self/fd (an O_PATH descriptor) is
 //     refused, even to a socket on /tmp.
-//   - Landlock's LANDLOCK_ACCESS_FS_RESOLVE_UNIX (merged upstream in 2026)
-//     puts path sockets under Landlock in the kernel; Linux 6.18's Landlock
-//     (ABI 7) has it not, and it is not used here.
+//   - Landlock was measured for FIFOs and not used: its WRITE_FILE right
+//     would refuse a FIFO outside the writable roots, but must be applied
+//     inside bubblewrap after its mounts by a program run before bash in
+//     every sandbox (the daemon's binary as that program: 1.80× a bare
+//     bwrap per call, a minimal Go program 1.54×, over the 1.2× budget),
+//     and inside a writable workspace no Landlock rule tells a FIFO from a
+//     file. LANDLOCK_ACCESS_FS_RESOLVE_UNIX (merged upstream in 2026) puts
+//     path sockets under Landlock in the kernel; Linux 6.18's Landlock
+//     (ABI 7) has it not.
 package ipcguard

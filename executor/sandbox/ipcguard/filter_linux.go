@@ -9,13 +9,32 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// abi is one syscall ABI's numbers; socketcall is -1 where it has none.
+// rules are the filter's two halves: the socket rules and the file rules.
+type rules struct{ sockets, files bool }
+
+// abi is one syscall ABI's numbers; socketcall, open, creat and
+// truncate64 are -1 where it has none.
 type abi struct {
 	audit                                     uint32
 	socket, socketpair, connect, ioUringSetup uint32
 	socketcall                                int
 	x32                                       bool // refuse x32 calls (amd64's native ABI)
+	// The calls that open or truncate by path (open_linux.go).
+	openat, openat2, truncate, openByHandleAt uint32
+	open, creat, truncate64                   int
+	mknodat                                   uint32
+	mknod                                     int
+	// trunc64Low is the argument holding truncate64's length, low half
+	// first (after a pad register on 32-bit ARM).
+	trunc64Low int
+	compat     bool // a 32-bit ABI: pointers and lengths are 32 bits
 }
+
+// writeFlags are the open flags that make an open a writing one (or a
+// creating one): an open with none of them never leaves the kernel.
+// O_TMPFILE needs O_WRONLY or O_RDWR. The four have the same values on
+// every architecture Linux supports here.
+const writeFlags = unix.O_WRONLY | unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC
 
 // seccomp_data offsets (little-endian: an argument's low half comes first).
 const (
@@ -23,6 +42,7 @@ const (
 	offArch = 4
 	offArg0 = 16
 	offArg1 = 24
+	offArg2 = 32
 )
 
 // x32Bit marks an x32 syscall number on amd64.
@@ -81,7 +101,8 @@ func (p *prog) build() ([]unix.SockFilter, error) {
 	return p.ins, nil
 }
 
-// program is the filter: per ABI, connect(2) goes to the supervisor;
+// program is the filter: per ABI, connect(2) goes to the supervisor, and
+// so do the calls that may open a file for writing (openCalls);
 // socket(2) and socketpair(2) of AF_UNIX types other than SOCK_STREAM
 // and SOCK_SEQPACKET (a datagram socket can send to any path with
 // sendto/sendmsg, which the filter cannot see) and of AF_VSOCK (not
@@ -89,7 +110,11 @@ func (p *prog) build() ([]unix.SockFilter, error) {
 // (whose requests bypass seccomp) and socketcall(2) (whose arguments it
 // cannot see) fail with ENOSYS; and so does every call of an ABI not
 // listed (x32 included). Everything else is allowed.
-func program(abis []abi) ([]unix.SockFilter, error) {
+//
+// r chooses the rules: without sockets (Config.LinksOnly) connect(2),
+// socket(2), socketpair(2) and socketcall(2) are allowed; without files
+// (a benchmark's baseline) every open and truncate is.
+func program(abis []abi, r rules) ([]unix.SockFilter, error) {
 	p := &prog{labels: map[string]int{}}
 	p.load(offArch)
 	for i, a := range abis {
@@ -99,17 +124,38 @@ func program(abis []abi) ([]unix.SockFilter, error) {
 		if a.x32 {
 			p.jump(unix.BPF_JGE, x32Bit, "nosys", "")
 		}
-		p.jump(unix.BPF_JEQ, a.connect, "notify", "")
-		p.jump(unix.BPF_JEQ, a.socket, "sock", "")
-		p.jump(unix.BPF_JEQ, a.socketpair, "sock", "")
+		if r.sockets {
+			p.jump(unix.BPF_JEQ, a.connect, "notify", "")
+			p.jump(unix.BPF_JEQ, a.socket, "sock", "")
+			p.jump(unix.BPF_JEQ, a.socketpair, "sock", "")
+			if a.socketcall >= 0 {
+				p.jump(unix.BPF_JEQ, uint32(a.socketcall), "nosys", "")
+			}
+		}
 		p.jump(unix.BPF_JEQ, a.ioUringSetup, "nosys", "")
-		if a.socketcall >= 0 {
-			p.jump(unix.BPF_JEQ, uint32(a.socketcall), "nosys", "")
+		if r.files {
+			p.openCalls(a)
 		}
 		p.ret(retAllow)
 		p.label(next)
 	}
 	p.ret(retErrno(unix.ENOSYS)) // an ABI not listed
+	p.label("flags1")
+	p.load(offArg1)
+	p.jump(unix.BPF_JSET, writeFlags, "notify", "allow")
+	p.label("flags2")
+	p.load(offArg2)
+	p.jump(unix.BPF_JSET, writeFlags, "notify", "allow")
+	p.label("fifo1")
+	p.load(offArg1)
+	p.op(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, unix.S_IFMT)
+	p.jump(unix.BPF_JEQ, unix.S_IFIFO, "notify", "allow")
+	p.label("fifo2")
+	p.load(offArg2)
+	p.op(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, unix.S_IFMT)
+	p.jump(unix.BPF_JEQ, unix.S_IFIFO, "notify", "allow")
+	p.label("eperm")
+	p.ret(retErrno(unix.EPERM))
 	p.label("nosys")
 	p.ret(retErrno(unix.ENOSYS))
 	p.label("notify")
@@ -129,14 +175,42 @@ func program(abis []abi) ([]unix.SockFilter, error) {
 	return p.build()
 }
 
+// openCalls adds a's calls that open or truncate by path: creat(2),
+// truncate(2) and truncate64(2) go to the supervisor; open(2) and
+// openat(2) go there when their flags ask for writing or creating (the
+// flags are in a register, so a read-only open never leaves the kernel);
+// openat2(2), whose flags are behind a pointer the caller may rewrite after
+// a check, fails with ENOSYS (libc and Go fall back to openat);
+// open_by_handle_at(2) fails with EPERM (it opens by inode, below any
+// path, and needs a capability a sandbox has not anyway); mknod(2) and
+// mknodat(2) of a FIFO go to the supervisor (which records the FIFOs
+// sandboxes make: those may be written).
+func (p *prog) openCalls(a abi) {
+	for _, nr := range []int{a.creat, int(a.truncate), a.truncate64} {
+		if nr >= 0 {
+			p.jump(unix.BPF_JEQ, uint32(nr), "notify", "")
+		}
+	}
+	if a.open >= 0 {
+		p.jump(unix.BPF_JEQ, uint32(a.open), "flags1", "")
+	}
+	p.jump(unix.BPF_JEQ, a.openat, "flags2", "")
+	if a.mknod >= 0 {
+		p.jump(unix.BPF_JEQ, uint32(a.mknod), "fifo1", "")
+	}
+	p.jump(unix.BPF_JEQ, a.mknodat, "fifo2", "")
+	p.jump(unix.BPF_JEQ, a.openat2, "nosys", "")
+	p.jump(unix.BPF_JEQ, a.openByHandleAt, "eperm", "")
+}
+
 // install loads the filter on the calling thread (only) and returns the
 // listener of its notifications. The thread gets no_new_privs first (a
 // filter needs it without CAP_SYS_ADMIN; bubblewrap sets it anyway).
-func install() (int, error) {
+func install(r rules) (int, error) {
 	if len(arches) == 0 {
 		return -1, fmt.Errorf("ipcguard: no syscall table for %s", runtime.GOARCH)
 	}
-	ins, err := program(arches)
+	ins, err := program(arches, r)
 	if err != nil {
 		return -1, err
 	}

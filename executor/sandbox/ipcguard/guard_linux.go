@@ -13,16 +13,24 @@ import (
 
 // Config configures New.
 type Config struct {
-	// Logger receives a line per refused connect (Info) and the
-	// supervisor's own failures (Warn); nil means none.
+	// Logger receives a line per refused connect or open and per broken
+	// hard link (Info) and the supervisor's own failures (Warn); nil
+	// means none.
 	Logger *zap.Logger
+	// LinksOnly keeps only the hard-link rule, for a level with network
+	// (workspace-network), where the host's sockets and FIFOs are within
+	// reach anyway: sockets are left alone, and a FIFO may be opened for
+	// writing; a write through a hard link still goes to a copy.
+	LinksOnly bool
 }
 
 // Guard is the filter and its supervisor. Its zero value is not usable:
 // make one with New.
 type Guard struct {
-	log     *zap.Logger
-	hostTmp uint64 // st_dev of the daemon's own /tmp; 0 when it has none
+	log       *zap.Logger
+	linksOnly bool
+	rules     rules
+	hostTmp   uint64 // st_dev of the daemon's own /tmp; 0 when it has none
 
 	mu       sync.Mutex
 	listener int // -1 until Install
@@ -37,6 +45,9 @@ type Guard struct {
 	// thread of the daemon); the one over it is answered EAGAIN at once.
 	maxInflight int64
 	hold        func() // tests: run by each handler before it decides
+	calls       map[callKey]callKind
+	workers     workers // threads that open with a caller's identity
+	fifos       madeFIFOs
 }
 
 // maxInflight is Guard.maxInflight: enough for any build's parallelism,
@@ -51,7 +62,7 @@ func New(cfg Config) *Guard {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	g := &Guard{log: log, listener: -1, wakeR: -1, wakeW: -1, maxInflight: maxInflight}
+	g := &Guard{log: log, linksOnly: cfg.LinksOnly, rules: rules{sockets: !cfg.LinksOnly, files: true}, listener: -1, wakeR: -1, wakeW: -1, maxInflight: maxInflight, calls: callTable(arches)}
 	var st unix.Stat_t
 	if unix.Stat("/tmp", &st) == nil {
 		g.hostTmp = st.Dev
@@ -67,9 +78,11 @@ var ErrClosed = errors.New("ipcguard: closed")
 // unlocked: the Go runtime then ends it with the goroutine, and never
 // clones a new thread from it) and must start nothing but sandboxes: every
 // process it starts from then on, and all of theirs, are filtered, for
-// life. Install fails (and loads nothing) where the kernel lacks what the
-// supervisor needs: seccomp user notification, pidfd_getfd and openat2
-// (Linux 5.6). It may succeed once per Guard.
+// life. Install fails where the kernel lacks what the supervisor needs:
+// seccomp user notification, pidfd_getfd and openat2 (Linux 5.6; then it
+// loads nothing), SECCOMP_ADDFD_FLAG_SEND (Linux 5.14; then the thread
+// keeps a filter nobody answers, and must start nothing). It may succeed
+// once per Guard.
 func (g *Guard) Install() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -86,7 +99,10 @@ func (g *Guard) Install() error {
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 		return fmt.Errorf("ipcguard: pipe: %w", err)
 	}
-	fd, err := install()
+	fd, err := install(g.rules)
+	if err == nil {
+		err = addfdSupport(fd)
+	}
 	if err != nil {
 		unix.Close(p[0])
 		unix.Close(p[1])
@@ -108,6 +124,21 @@ func kernelSupport() error {
 		return errors.New("ipcguard: this kernel has no openat2 (Linux 5.6)")
 	}
 	return nil
+}
+
+// addfdSupport checks that listener takes SECCOMP_IOCTL_NOTIF_ADDFD with
+// SECCOMP_ADDFD_FLAG_SEND (Linux 5.14): asked for a notification that does
+// not exist, it answers ENOENT, where an older kernel refuses the flag or
+// the request (EINVAL, ENOTTY). On failure the listener is closed: the
+// thread keeps the filter, whose notifying calls then fail with ENOSYS.
+func addfdSupport(listener int) error {
+	add := notifAddfd{ID: ^uint64(0), Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(listener)}
+	err := ioctl(listener, unix.SECCOMP_IOCTL_NOTIF_ADDFD, unsafe.Pointer(&add))
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	unix.Close(listener)
+	return fmt.Errorf("ipcguard: this kernel cannot hand a descriptor with an answer (SECCOMP_ADDFD_FLAG_SEND, Linux 5.14): %v", err)
 }
 
 // Close stops the supervisor. A filtered process still running then gets
@@ -204,12 +235,22 @@ func (g *Guard) loop() {
 			if g.hold != nil {
 				g.hold()
 			}
-			g.send(n.ID, g.decide(n))
+			g.answer(n)
 		}()
 	}
 }
 
-// Answered is how many connects the supervisor has answered so far.
+// answer decides notification n and answers it: a connect by decide, a
+// call that opens or truncates by path by decideOpen.
+func (g *Guard) answer(n notif) {
+	if g.calls[callKey{n.Data.Arch, n.Data.Nr}] == callConnect {
+		g.send(n.ID, g.decide(n))
+		return
+	}
+	g.answerOpen(n)
+}
+
+// Answered is how many calls the supervisor has answered so far.
 func (g *Guard) Answered() uint64 { return g.answered.Load() }
 
 // send answers notification id with errno (0: success); a caller that
@@ -219,6 +260,43 @@ func (g *Guard) send(id uint64, errno unix.Errno) {
 	if errno != 0 {
 		resp.Error = -int32(errno)
 	}
+	g.sendResp(resp)
+}
+
+// sendContinue lets the kernel run notification id's call as made.
+func (g *Guard) sendContinue(id uint64) {
+	g.sendResp(notifResp{ID: id, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE})
+}
+
+// notifAddfd is the kernel's struct seccomp_notif_addfd.
+type notifAddfd struct {
+	ID         uint64
+	Flags      uint32
+	Srcfd      uint32
+	Newfd      uint32
+	NewfdFlags uint32
+}
+
+// sendFD answers notification id with a copy of fd installed in the
+// caller (SECCOMP_ADDFD_FLAG_SEND, Linux 5.14): the call returns its
+// number, as an open does; cloexec sets the copy's FD_CLOEXEC. Where the
+// copy cannot be installed (EMFILE), the call fails with that error.
+func (g *Guard) sendFD(id uint64, fd int, cloexec bool) {
+	add := notifAddfd{ID: id, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(fd)}
+	if cloexec {
+		add.NewfdFlags = unix.O_CLOEXEC
+	}
+	err := ioctl(g.listener, unix.SECCOMP_IOCTL_NOTIF_ADDFD, unsafe.Pointer(&add))
+	switch {
+	case err == nil:
+		g.answered.Add(1)
+	case errors.Is(err, unix.ENOENT):
+	default:
+		g.send(id, errnoOf(err))
+	}
+}
+
+func (g *Guard) sendResp(resp notifResp) {
 	g.answered.Add(1)
 	if err := ioctl(g.listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp)); err != nil && !errors.Is(err, unix.ENOENT) {
 		g.log.Warn("ipcguard: answer", zap.Error(err))

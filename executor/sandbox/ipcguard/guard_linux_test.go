@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,13 @@ const (
 	guardedEnv   = "IPCGUARD_TEST_GUARDED"
 	wsEnv        = "IPCGUARD_TEST_WS"
 	bindEnv      = "IPCGUARD_TEST_BIND"
+	// cmdEnv, when set, is the command (a JSON argv) the supervisor runs
+	// instead of the client; roEnv binds the workspace read-only.
+	cmdEnv = "IPCGUARD_TEST_CMD"
+	roEnv  = "IPCGUARD_TEST_RO"
+	// linksEnv makes the guard Config.LinksOnly and shares the network
+	// (level workspace-network).
+	linksEnv = "IPCGUARD_TEST_LINKS"
 	// testUID is the unprivileged user of the tests (nobody).
 	testUID = 65534
 )
@@ -42,6 +50,8 @@ func TestMain(m *testing.M) {
 		os.Exit(clientMain())
 	case "supervisor":
 		os.Exit(supervisorMain())
+	case "fileclient":
+		os.Exit(fileClientMain())
 	}
 	os.Exit(m.Run())
 }
@@ -53,8 +63,21 @@ func supervisorMain() int {
 	env := withEnv(os.Environ(), modeEnv, "client")
 	exe := os.NewFile(3, "exe")
 	attr := &os.ProcAttr{Dir: ws, Env: env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, exe}}
+	argv := []string{"/proc/self/fd/3", "client"}
+	if c := os.Getenv(cmdEnv); c != "" {
+		if err := json.Unmarshal([]byte(c), &argv); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		attr.Env = withEnv(env, modeEnv, "fileclient")
+	}
 	if os.Getenv(guardedEnv) == "" {
-		return wait(os.StartProcess("/proc/self/fd/3", []string{"client"}, attr))
+		path, err := exec.LookPath(argv[0])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		return wait(os.StartProcess(path, argv, attr))
 	}
 	// Like the daemon (local.MakeNonDumpable): the supervisor must work
 	// from a process nobody may ptrace.
@@ -62,7 +85,8 @@ func supervisorMain() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	g := New(Config{})
+	linksOnly := os.Getenv(linksEnv) != ""
+	g := New(Config{LinksOnly: linksOnly})
 	defer g.Close()
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
@@ -70,7 +94,13 @@ func supervisorMain() int {
 		return 2
 	}
 	args := append([]string{"bwrap"}, bwrapArgs(strings.Split(os.Getenv(bindEnv), ":"), ws)...)
-	args = append(args, "--", "/proc/self/fd/3")
+	if linksOnly {
+		args = slices.DeleteFunc(args, func(a string) bool { return a == "--unshare-net" })
+	}
+	if i := slices.Index(args, "--bind"); i >= 0 && os.Getenv(roEnv) != "" {
+		args[i] = "--ro-bind" // the workspace: level read-only
+	}
+	args = append(append(args, "--"), argv...)
 	// The filter is loaded on a locked thread that starts bwrap and ends
 	// with it (never unlocked); the rest of this process stays unfiltered.
 	started := make(chan int, 1)

@@ -10,7 +10,8 @@ import (
 
 // Config configures New.
 type Config struct {
-	Logger *zap.Logger
+	Logger    *zap.Logger
+	LinksOnly bool
 }
 
 // Guard is a stub outside Linux: there is no seccomp.

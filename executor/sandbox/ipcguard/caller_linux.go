@@ -1,0 +1,146 @@
+package ipcguard
+
+import (
+	"errors"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// callKind is what a notified system call is.
+type callKind int
+
+const (
+	callNone callKind = iota
+	callConnect
+	callOpen     // open(path, flags, mode)
+	callOpenat   // openat(dirfd, path, flags, mode)
+	callCreat    // creat(path, mode)
+	callTruncate // truncate(path, length)
+	callTrunc64  // truncate64(path, [pad,] low, high) of a 32-bit ABI
+	callMknod    // mknod(path, mode, dev) of a FIFO
+	callMknodat  // mknodat(dirfd, path, mode, dev) of a FIFO
+)
+
+// callKey is a system call of one ABI, as a notification names it.
+type callKey struct {
+	arch uint32
+	nr   int32
+}
+
+// callTable maps the calls the filter notifies, per ABI, to their kinds.
+func callTable(abis []abi) map[callKey]callKind {
+	m := map[callKey]callKind{}
+	for _, a := range abis {
+		m[callKey{a.audit, int32(a.connect)}] = callConnect
+		m[callKey{a.audit, int32(a.openat)}] = callOpenat
+		m[callKey{a.audit, int32(a.truncate)}] = callTruncate
+		m[callKey{a.audit, int32(a.mknodat)}] = callMknodat
+		for nr, k := range map[int]callKind{a.open: callOpen, a.creat: callCreat, a.truncate64: callTrunc64, a.mknod: callMknod} {
+			if nr >= 0 {
+				m[callKey{a.audit, int32(nr)}] = k
+			}
+		}
+	}
+	return m
+}
+
+// abiOf is the ABI whose audit architecture is arch.
+func abiOf(arch uint32) (abi, bool) {
+	for _, a := range arches {
+		if a.audit == arch {
+			return a, true
+		}
+	}
+	return abi{}, false
+}
+
+// caller is what the supervisor knows of the thread that made a call,
+// from /proc/<tid>/status (ids as the daemon's user namespace sees them).
+type caller struct {
+	tid          int
+	tgid         int // its process, as the daemon sees it
+	fsuid, fsgid uint32
+	groups       []uint32 // sorted
+	capEff       uint64   // the effective capabilities
+	umask        uint32
+	nsTgid       int // its process and thread ids in its own pid namespace
+	nsTid        int
+}
+
+// identity is the part of the caller a worker thread takes on: an open
+// made by a worker with the same identity is one the caller could make.
+func (c *caller) identity() string {
+	var b strings.Builder
+	b.WriteString(strconv.FormatUint(uint64(c.fsuid), 10) + ":" + strconv.FormatUint(uint64(c.fsgid), 10) + ":")
+	for _, g := range c.groups {
+		b.WriteString(strconv.FormatUint(uint64(g), 10) + ",")
+	}
+	return b.String()
+}
+
+// readCaller reads thread tid's status.
+func readCaller(tid int) (*caller, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return nil, err
+	}
+	c := &caller{tid: tid, umask: 0o022}
+	seen := 0
+	for line := range strings.Lines(string(b)) {
+		key, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(val)
+		switch key {
+		case "Uid":
+			seen++
+			c.fsuid = field(f, 3)
+		case "Gid":
+			seen++
+			c.fsgid = field(f, 3)
+		case "Groups":
+			for _, s := range f {
+				c.groups = append(c.groups, field([]string{s}, 0))
+			}
+			slices.Sort(c.groups)
+		case "CapEff":
+			seen++
+			if len(f) == 1 {
+				c.capEff, _ = strconv.ParseUint(f[0], 16, 64)
+			}
+		case "Umask":
+			if len(f) == 1 {
+				u, _ := strconv.ParseUint(f[0], 8, 32)
+				c.umask = uint32(u)
+			}
+		case "Tgid":
+			c.tgid = int(field(f, 0))
+		case "NStgid":
+			seen++
+			c.nsTgid = int(field(f, len(f)-1))
+		case "NSpid":
+			seen++
+			c.nsTid = int(field(f, len(f)-1))
+		}
+	}
+	if seen != 5 {
+		return nil, errors.New("ipcguard: unreadable status of " + strconv.Itoa(tid))
+	}
+	return c, nil
+}
+
+// field is f[i] as a number; an id that does not parse is the overflow
+// id, which owns nothing.
+func field(f []string, i int) uint32 {
+	if i < 0 || i >= len(f) {
+		return 65534
+	}
+	v, err := strconv.ParseUint(f[i], 10, 32)
+	if err != nil {
+		return 65534
+	}
+	return uint32(v)
+}

@@ -1,0 +1,162 @@
+package ipcguard
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The supervisor's opens, creates, renames and truncates on a caller's
+// behalf run on worker threads that took on the caller's identity: its
+// filesystem uid and gid and its groups, no capabilities at all, and a
+// umask of their own (set to the caller's before each create). A worker is
+// a locked OS thread that is never unlocked, so the Go runtime ends it with
+// its goroutine and never runs anything else on it. What a worker may open
+// is what the caller may: the same permission checks, through the caller's
+// own mounts (its root is the path's start), so a read-only mount stays
+// read-only and a root daemon cannot write what its capability-less
+// sandbox could not.
+
+// workerIdle is how long a worker waits for its next job before it ends.
+const workerIdle = 10 * time.Second
+
+// workers are the idle worker threads, by identity.
+type workers struct {
+	mu   sync.Mutex
+	idle map[string][]*worker
+}
+
+type worker struct {
+	jobs chan func()
+}
+
+// onWorker runs f on a worker thread with c's identity, starting one where
+// none is idle. It fails where no thread can take that identity (a daemon
+// that is not root serving a caller of another user).
+func (g *Guard) onWorker(c *caller, f func()) error {
+	key := c.identity()
+	w := g.workers.take(key)
+	if w == nil {
+		var err error
+		if w, err = g.startWorker(c, key); err != nil {
+			return err
+		}
+	}
+	done := make(chan struct{})
+	w.jobs <- func() { f(); close(done) }
+	<-done
+	g.workers.put(key, w)
+	return nil
+}
+
+func (ws *workers) take(key string) *worker {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	l := ws.idle[key]
+	if len(l) == 0 {
+		return nil
+	}
+	w := l[len(l)-1]
+	ws.idle[key] = l[:len(l)-1]
+	return w
+}
+
+func (ws *workers) put(key string, w *worker) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.idle == nil {
+		ws.idle = map[string][]*worker{}
+	}
+	ws.idle[key] = append(ws.idle[key], w)
+}
+
+// retire takes w out of the idle list; false when someone took it already
+// (a job is on its way).
+func (ws *workers) retire(key string, w *worker) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	l := ws.idle[key]
+	i := slices.Index(l, w)
+	if i < 0 {
+		return false
+	}
+	ws.idle[key] = slices.Delete(l, i, i+1)
+	return true
+}
+
+// startWorker starts a worker thread with c's identity.
+func (g *Guard) startWorker(c *caller, key string) (*worker, error) {
+	w := &worker{jobs: make(chan func())}
+	ready := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if err := becomeCaller(c); err != nil {
+			ready <- err
+			return
+		}
+		ready <- nil
+		t := time.NewTimer(workerIdle)
+		for {
+			select {
+			case f := <-w.jobs:
+				f()
+				t.Reset(workerIdle)
+			case <-t.C:
+				if g.workers.retire(key, w) {
+					return
+				}
+				t.Reset(workerIdle)
+			}
+		}
+	}()
+	if err := <-ready; err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// becomeCaller gives the calling (locked) thread c's identity and drops
+// every capability it has, for good. Each is a raw system call: it
+// changes this thread only (Go's own Setuid and friends change them all).
+func becomeCaller(c *caller) error {
+	if err := unix.Unshare(unix.CLONE_FS); err != nil {
+		return fmt.Errorf("ipcguard: worker: unshare: %w", err)
+	}
+	have, err := unix.Getgroups()
+	if err != nil {
+		return err
+	}
+	mine := make([]uint32, len(have))
+	for i, g := range have {
+		mine[i] = uint32(g)
+	}
+	slices.Sort(mine)
+	if !slices.Equal(mine, c.groups) {
+		var p unsafe.Pointer
+		if len(c.groups) > 0 {
+			p = unsafe.Pointer(&c.groups[0])
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(c.groups)), uintptr(p), 0); e != 0 {
+			return fmt.Errorf("ipcguard: worker: setgroups: %w", e)
+		}
+	}
+	unix.RawSyscall(unix.SYS_SETFSGID, uintptr(c.fsgid), 0, 0)
+	unix.RawSyscall(unix.SYS_SETFSUID, uintptr(c.fsuid), 0, 0)
+	// setfs[ug]id(-1) changes nothing and returns the id in force.
+	gid, _, _ := unix.RawSyscall(unix.SYS_SETFSGID, ^uintptr(0), 0, 0)
+	uid, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0)
+	if uint32(uid) != c.fsuid || uint32(gid) != c.fsgid {
+		return fmt.Errorf("ipcguard: worker: cannot take uid %d gid %d", c.fsuid, c.fsgid)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var none [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &none[0]); err != nil {
+		return fmt.Errorf("ipcguard: worker: capset: %w", err)
+	}
+	return nil
+}
