@@ -1,4 +1,4 @@
-package acp
+package sandboxlevel
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/executor/executorfake"
 )
 
-func TestSandboxes(t *testing.T) {
+func TestOffer(t *testing.T) {
 	why := fmt.Errorf("%w: bubblewrap (bwrap) not found", executor.ErrSandbox)
 	tests := []struct {
 		name     string
@@ -30,18 +30,18 @@ func TestSandboxes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ex := executorfake.New()
 			ex.LevelsOffered, ex.Default, ex.Why = tc.offered, tc.def, tc.why
-			sb := newSandboxes(ex, tc.explicit)
-			if sb.start() != tc.start || sb.explicit != (tc.explicit != "") || !slices.Equal(sb.levels(), tc.levels) || sb.unavailable() != tc.why {
-				t.Errorf("sandboxes %+v levels %v unavailable %v", sb, sb.levels(), sb.unavailable())
+			sb := New(ex, tc.explicit)
+			if sb.Start() != tc.start || sb.Explicit() != (tc.explicit != "") || !slices.Equal(sb.Levels(), tc.levels) || sb.Unavailable() != tc.why {
+				t.Errorf("sandboxes %+v levels %v unavailable %v", sb, sb.Levels(), sb.Unavailable())
 			}
 		})
 	}
 	// An executor that does not confine offers off alone and says so.
-	sb := newSandboxes(notConfining{executorfake.New()}, "")
-	if sb.start() != executor.LevelOff || !slices.Equal(sb.levels(), []executor.Level{executor.LevelOff}) || sb.unavailable() == nil {
-		t.Errorf("not confining: %+v %v %v", sb, sb.levels(), sb.unavailable())
+	sb := New(notConfining{executorfake.New()}, "")
+	if sb.Start() != executor.LevelOff || !slices.Equal(sb.Levels(), []executor.Level{executor.LevelOff}) || sb.Unavailable() == nil {
+		t.Errorf("not confining: %+v %v %v", sb, sb.Levels(), sb.Unavailable())
 	}
-	if got := unsandboxedText(why); !strings.Contains(got, "without a sandbox") || !strings.Contains(got, ": bubblewrap (bwrap) not found.") || strings.Contains(got, "sandbox unavailable") {
+	if got := Unsandboxed(why); !strings.Contains(got, "without a sandbox") || !strings.Contains(got, ": bubblewrap (bwrap) not found.") || strings.Contains(got, "sandbox unavailable") {
 		t.Errorf("unsandboxed text %q", got)
 	}
 }
@@ -51,10 +51,10 @@ type notConfining struct{ executor.Executor }
 
 // The option offers the levels the executor can build, and the current
 // one even when it cannot.
-func TestSandboxOption(t *testing.T) {
+func TestOption(t *testing.T) {
 	values := func(current executor.Level, offered []executor.Level) []string {
-		o := sandboxOption(current, offered)
-		if o.Select == nil || o.Select.Id != sandboxConfigID || string(o.Select.CurrentValue) != string(current) {
+		o := Option(current, offered)
+		if o.Select == nil || o.Select.Id != ConfigID || string(o.Select.CurrentValue) != string(current) {
 			t.Fatalf("option %+v", o)
 		}
 		var v []string
