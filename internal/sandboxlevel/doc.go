@@ -12,6 +12,13 @@
 // silently loosened: where it cannot be built the executor refuses every
 // command, and the texts here say why.
 //
+// The texts speak of the executor in use: the reason is the executor's own
+// error (wrapping executor.ErrSandbox), and where it carries an
+// executor.SandboxReason — which names the machine commands run on, the
+// program it lacks and what the user can do there — the texts use it;
+// otherwise they give the error as it is and point at docs/security.md,
+// never at a machine or a package they cannot know about.
+//
 // # Known limits
 //
 // An explicit level that cannot be built stays offered as the current

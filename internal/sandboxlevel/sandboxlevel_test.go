@@ -70,3 +70,53 @@ func TestOption(t *testing.T) {
 		t.Errorf("an explicit level that cannot be built: %v", got)
 	}
 }
+
+// The texts speak of the executor in use: a local reason gives this
+// machine's advice, a remote one names the host, what it lacks and its
+// fix, and an error without a reason gets neutral advice.
+func TestTextsPerExecutor(t *testing.T) {
+	notFound := fmt.Errorf("%w: bubblewrap (bwrap) not found: exec: \"bwrap\": executable file not found in $PATH", executor.ErrSandbox)
+	local := &executor.SandboxReason{Missing: "bwrap", Fix: "Install what is missing (Debian/Ubuntu: apt install bubblewrap util-linux) and restart the agent; see docs/security.md.", Err: notFound}
+	remote := &executor.SandboxReason{Host: "build.example", Missing: "bwrap", Fix: "Install bubblewrap on build.example (Debian/Ubuntu: apt install bubblewrap), then restart the agent.",
+		Err: fmt.Errorf("%w: the host has no bwrap on its PATH", executor.ErrSandbox)}
+	off := []executor.Level{executor.LevelOff}
+	for _, tc := range []struct {
+		name      string
+		why       error
+		want, not []string
+	}{
+		{"local", local, []string{"cannot be built here: bubblewrap (bwrap) not found", "apt install bubblewrap util-linux"}, []string{"host"}},
+		{"remote", remote, []string{"on the host build.example: the host has no bwrap on its PATH",
+			"Install bubblewrap on build.example"}, []string{"built here", "util-linux"}},
+		{"no reason", notFound, []string{"cannot be built here: bubblewrap (bwrap) not found"}, []string{"apt install", "host"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			texts := map[string]string{
+				"/sandbox": Text(executor.LevelWorkspace, off, tc.why),
+				"refusal":  Refused(executor.LevelWorkspace, tc.why, off),
+			}
+			for what, got := range texts {
+				for _, w := range tc.want {
+					if !strings.Contains(got, w) {
+						t.Errorf("%s %q lacks %q", what, got, w)
+					}
+				}
+				for _, n := range tc.not {
+					if strings.Contains(got, n) {
+						t.Errorf("%s %q says %q", what, got, n)
+					}
+				}
+			}
+		})
+	}
+	if got := Unsandboxed(remote); !strings.HasPrefix(got, "Commands in this session run on build.example without a sandbox") ||
+		!strings.Contains(got, "the host has no bwrap on its PATH") || !strings.Contains(got, "Install bubblewrap on build.example") || strings.Contains(got, "your own access") {
+		t.Errorf("remote notice %q", got)
+	}
+	if got := Unsandboxed(local); !strings.Contains(got, "with your own access") || !strings.Contains(got, "apt install bubblewrap util-linux") {
+		t.Errorf("local notice %q", got)
+	}
+	if got := Unsandboxed(notFound); !strings.Contains(got, "See docs/security.md") || strings.Contains(got, "apt install") {
+		t.Errorf("notice without a reason %q", got)
+	}
+}

@@ -46,15 +46,21 @@ func shown(current executor.Level, offered []executor.Level) []executor.Level {
 }
 
 // Unsandboxed tells the user that a session's commands run without a
-// sandbox, and why (why wraps executor.ErrSandbox), ending in a blank
-// line.
+// sandbox, where and why (why wraps executor.ErrSandbox), and what they can
+// do — the executor's advice when why carries an executor.SandboxReason;
+// it ends in a blank line.
 func Unsandboxed(why error) string {
-	reason := Reason(why)
+	who := "Commands in this session run without a sandbox, with your own access to files and the network"
 	fix := "See docs/security.md for what confining them needs."
-	if strings.Contains(reason, "not found") {
-		fix = "Install what is missing (Debian/Ubuntu: apt install bubblewrap util-linux) and restart the agent to confine them; see docs/security.md."
+	if r := executor.ReasonOf(why); r != nil {
+		if r.Host != "" {
+			who = fmt.Sprintf("Commands in this session run on %s without a sandbox, with the access of the account the agent logs in as", r.Host)
+		}
+		if r.Fix != "" {
+			fix = r.Fix
+		}
 	}
-	return fmt.Sprintf("Commands in this session run without a sandbox, with your own access to files and the network: %s. %s\n\n", reason, fix)
+	return fmt.Sprintf("%s: %s. %s\n\n", who, Reason(why), fix)
 }
 
 // Reason is why's text without the executor.ErrSandbox prefix.
@@ -69,12 +75,27 @@ func Reason(why error) string {
 }
 
 // Refused is why level cannot be chosen (it is not offered: why, or nil
-// when the executor gave no reason), naming the levels that are.
+// when the executor gave no reason), naming where, the levels that are
+// offered and, when the executor says, what the user can do.
 func Refused(level executor.Level, why error, offered []executor.Level) string {
 	if why == nil {
 		why = fmt.Errorf("%w: level %s is not offered here", executor.ErrSandbox, level)
 	}
-	return fmt.Sprintf("sandbox level %s cannot be built here: %s (offered: %s)", level, Reason(why), levelList(offered))
+	where, fix := whereAndFix(why)
+	msg := fmt.Sprintf("sandbox level %s cannot be built %s: %s (offered: %s)", level, where, Reason(why), levelList(offered))
+	if fix != "" {
+		msg += ". " + fix
+	}
+	return msg
+}
+
+// whereAndFix are "here" or "on the host H", and the executor's fix ("" when
+// it gives none), from the executor.SandboxReason why carries.
+func whereAndFix(why error) (where, fix string) {
+	if r := executor.ReasonOf(why); r != nil {
+		return r.Where(), r.Fix
+	}
+	return "here", ""
 }
 
 func levelList(ls []executor.Level) string {
@@ -87,7 +108,7 @@ func levelList(ls []executor.Level) string {
 
 // Text is /sandbox's answer without an argument: the current level, the
 // levels to switch to and, when confined levels cannot be built (why),
-// why; it ends in a blank line.
+// where, why and what the user can do; it ends in a blank line.
 func Text(current executor.Level, offered []executor.Level, why error) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Sandbox: %s — %s. Switch with /sandbox LEVEL:\n", current, info[current].description)
@@ -99,9 +120,13 @@ func Text(current executor.Level, offered []executor.Level, why error) string {
 		fmt.Fprintf(&b, "%s %s — %s\n", mark, l, info[l].description)
 	}
 	if why != nil {
-		fmt.Fprintf(&b, "\nConfined levels cannot be built here: %s.", Reason(why))
+		where, fix := whereAndFix(why)
+		fmt.Fprintf(&b, "\nConfined levels cannot be built %s: %s.", where, Reason(why))
+		if fix != "" {
+			b.WriteString(" " + fix)
+		}
 		if current.Confined() {
-			b.WriteString(" Commands are refused until you choose off or bubblewrap works.")
+			b.WriteString(" Meanwhile commands are refused, unless you choose off.")
 		}
 		b.WriteString("\n")
 	} else if current.Confined() {
