@@ -8,6 +8,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/internal/agent"
 	"github.com/dsh-acp/dsh-acp/internal/llm"
+	"github.com/dsh-acp/dsh-acp/internal/slash"
 )
 
 // TerminalAuthMethodID is the id of the terminal login method: the client
@@ -83,13 +84,13 @@ func (s *Server) needModel(blocks []sdk.ContentBlock) error {
 	if _, direct := isDirect(firstText(pb)); direct && len(pb) == 1 || emptyDirect(pb) {
 		return nil
 	}
-	if _, _, _, _, ok := parseCommand(pb); ok {
+	if _, _, _, _, ok := slash.Parse(pb); ok {
 		return nil
 	}
 	if s.models.Refresh() != nil {
 		return nil
 	}
-	if _, ok := slashWord(firstText(pb)); ok {
+	if _, ok := slash.Word(firstText(pb)); ok {
 		return nil
 	}
 	return s.authRequired()

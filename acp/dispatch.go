@@ -11,6 +11,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/dsh-acp/dsh-acp/internal/rpc"
+	"github.com/dsh-acp/dsh-acp/internal/turns"
 )
 
 // hooks are seams for the package's own tests; Serve installs none, and
@@ -43,7 +44,7 @@ func (s *Server) Preempt(r *rpc.Request) bool {
 		if decodeParams(r.Params, &p) != nil {
 			s.conn.Drop("invalid session/cancel", r.Method)
 		} else {
-			s.turns.cancelSession(string(p.SessionId))
+			s.turns.CancelSession(string(p.SessionId))
 		}
 		r.Reply(nil, nil) // sent as a request: answered, as the SDK did
 		return true
@@ -57,7 +58,7 @@ func (s *Server) Preempt(r *rpc.Request) bool {
 			SessionID string `json:"sessionId"`
 		}
 		if json.Unmarshal(r.Params, &p) == nil && p.SessionID != "" {
-			s.turns.cancelSession(p.SessionID)
+			s.turns.CancelSession(p.SessionID)
 		}
 	}
 	return false
@@ -67,7 +68,7 @@ func (s *Server) Preempt(r *rpc.Request) bool {
 // turn; err when its params were refused.
 type promptCall struct {
 	p    sdk.PromptRequest
-	turn *turn
+	turn *turns.Turn
 	err  error
 }
 
@@ -77,7 +78,7 @@ func (s *Server) openPrompt(r *rpc.Request) { r.State = s.promptCall(r.Params) }
 func (s *Server) promptCall(params json.RawMessage) *promptCall {
 	pc := &promptCall{}
 	if pc.err = decodeParams(params, &pc.p); pc.err == nil {
-		pc.turn = s.turns.open(string(pc.p.SessionId))
+		pc.turn = s.turns.Open(string(pc.p.SessionId))
 	}
 	return pc
 }

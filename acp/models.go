@@ -1,35 +1,16 @@
 package acp
 
 import (
-	"fmt"
-	"slices"
 	"strings"
 
 	sdk "github.com/coder/acp-go-sdk"
-)
 
-// modelConfigID is the config option that chooses the session's model.
-const modelConfigID = "model"
+	"github.com/dsh-acp/dsh-acp/internal/configoption"
+	"github.com/dsh-acp/dsh-acp/internal/slash"
+)
 
 // stateModel is the journal state key of a session's model.
 const stateModel = "session.model"
-
-// modelOption is the model config option, with current always offered.
-func modelOption(current string, models []string) sdk.SessionConfigOption {
-	if !slices.Contains(models, current) {
-		models = append([]string{current}, models...)
-	}
-	opts := make(sdk.SessionConfigSelectOptionsUngrouped, 0, len(models))
-	for _, id := range models {
-		opts = append(opts, sdk.SessionConfigSelectOption{Value: sdk.SessionConfigValueId(id), Name: id})
-	}
-	o := sdk.NewSessionConfigOptionSelect(sdk.SessionConfigValueId(current), sdk.SessionConfigSelectOptions{Ungrouped: &opts})
-	o.Select.Id = modelConfigID
-	o.Select.Name = "Model"
-	o.Select.Category = sdk.Ptr(sdk.SessionConfigOptionCategoryModel)
-	o.Select.Description = sdk.Ptr("The model this session asks; the context window follows it")
-	return o
-}
 
 // modelSetting is the model setting's config option, offered when a model
 // is configured. It records which catalog version the client is about to
@@ -42,7 +23,7 @@ func modelSetting(ss *session) (sdk.SessionConfigOption, bool) {
 	ss.mu.Lock()
 	ss.optionsVersion = version
 	ss.mu.Unlock()
-	return modelOption(ss.agent.Model(), models), true
+	return configoption.Model(ss.agent.Model(), models), true
 }
 
 // setModel validates and applies a model.
@@ -91,20 +72,10 @@ func (s *Server) announceModels() {
 }
 
 // modelsText is /model's answer without an argument.
-func (ss *session) modelsText(window func(string) int) string {
+func (ss *session) modelsText() string {
 	if ss.catalog == nil {
 		return "No model is configured: set DSH_API_KEY (or DEEPSEEK_API_KEY), then restart the agent."
 	}
 	models, _ := ss.catalog.List()
-	current := ss.agent.Model()
-	var b strings.Builder
-	fmt.Fprintf(&b, "Model: %s (context window %s tokens). Switch with /model ID; the provider offers:\n", current, groupThousands(window(current)))
-	for _, id := range models {
-		mark := " "
-		if id == current {
-			mark = "*"
-		}
-		fmt.Fprintf(&b, "%s %s\n", mark, id)
-	}
-	return b.String() + "\n"
+	return slash.Models(ss.agent.Model(), models, ss.window)
 }

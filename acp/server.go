@@ -13,7 +13,8 @@
 //   - a permission kind: package internal/approval (acp only puts its
 //     questions: asker.go);
 //   - an update shape: presentation (its one encoder, UpdateWriter);
-//   - a slash command: slashCommands and commandReply (commands.go).
+//   - a slash command: a row of internal/slash's Commands, answered in
+//     commandReply (commands.go).
 //
 // Known limits: the turn of a prompt whose session does not exist is
 // opened anyway and ends with its error reply; a session's level guessed
@@ -36,11 +37,14 @@ import (
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/internal/agent"
 	"github.com/dsh-acp/dsh-acp/internal/changes"
+	"github.com/dsh-acp/dsh-acp/internal/configoption"
 	"github.com/dsh-acp/dsh-acp/internal/event"
 	"github.com/dsh-acp/dsh-acp/internal/llm"
 	"github.com/dsh-acp/dsh-acp/internal/mcp"
 	"github.com/dsh-acp/dsh-acp/internal/permission"
 	"github.com/dsh-acp/dsh-acp/internal/rpc"
+	"github.com/dsh-acp/dsh-acp/internal/sandboxlevel"
+	"github.com/dsh-acp/dsh-acp/internal/turns"
 	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/replay"
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -151,12 +155,12 @@ type Server struct {
 	log         *zap.Logger
 	conn        *rpc.Conn
 	updates     *presentation.UpdateWriter // session/update notifications: the one encoder of updates
-	turns       *turnRegistry
+	turns       *turns.Registry
 	models      *llm.InForce // the model client in force, shared by all sessions
 	catalog     *llm.Catalog // the provider's models, for the model option
 	trust       *permission.TrustStore
 	hooks       hooks
-	sandbox     sandboxes // the levels the executor offers, a new session's level
+	sandbox     sandboxlevel.Offer // the levels the executor offers, a new session's level
 
 	mu       sync.Mutex
 	caps     clientCaps // negotiated at initialize
@@ -201,12 +205,12 @@ func serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config, h hooks
 	s := &Server{
 		cfg:      cfg,
 		log:      cfg.Logger,
-		turns:    newTurnRegistry(),
+		turns:    turns.New(),
 		models:   newModels(cfg),
 		trust:    permission.NewTrustStore(cfg.TrustDir),
 		hooks:    h,
 		sessions: map[string]*session{},
-		sandbox:  newSandboxes(cfg.Executor, cfg.Sandbox),
+		sandbox:  sandboxlevel.New(cfg.Executor, cfg.Sandbox),
 	}
 	if cfg.Agent.Model != "" {
 		mctx, stopModels := context.WithCancel(ctx)
@@ -246,7 +250,7 @@ func serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config, h hooks
 // already read, kills every process group and closes the journals, all
 // bounded by ShutdownGrace.
 func (s *Server) shutdown() error {
-	s.turns.cancelAll()
+	s.turns.CancelAll()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()
 	// Processes die while the cancelled turns answer: commands and MCP
@@ -332,7 +336,7 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (resp 
 	}
 	s.log.Info("session/new", zap.String("session", id), zap.Int("mcpServers", len(p.McpServers)))
 	s.waitModels(ctx)
-	return opened{id, sdk.NewSessionResponse{SessionId: sdk.SessionId(id), Modes: modeState(ss.policy.Mode()), ConfigOptions: ss.configOptions()}}, nil
+	return opened{id, sdk.NewSessionResponse{SessionId: sdk.SessionId(id), Modes: configoption.ModeState(ss.policy.Mode()), ConfigOptions: ss.configOptions()}}, nil
 }
 
 // waitModels lets a reply that opens a session carry the provider's model
@@ -400,10 +404,10 @@ func (s *Server) prompt(r *rpc.Request, pc *promptCall) {
 	t := pc.turn
 	defer func() {
 		r.Reply(nil, rpc.InternalError(sdk.AgentMethodSessionPrompt)) // after a panic: answered first
-		s.turns.answered(t)
+		s.turns.Answered(t)
 	}()
-	t.waitPrevious()
-	reason, err := s.runTurn(t.ctx, pc.p)
+	t.WaitPrevious()
+	reason, err := s.runTurn(t.Context(), pc.p)
 	if err != nil {
 		r.Reply(nil, err)
 		return
@@ -443,7 +447,7 @@ func (s *Server) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (r
 	if !ok {
 		return resp, invalidParams("unknown session %q", string(p.SessionId))
 	}
-	s.turns.cancelSession(ss.id)
+	s.turns.CancelSession(ss.id)
 	kctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()
 	s.cfg.Executor.KillOwned(kctx, ss.id)
@@ -495,7 +499,7 @@ func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (res
 	s.setRoots(ss, roots) // else the recorded ones (reopen)
 	s.startMCP(ss, p.McpServers)
 	s.waitModels(ctx)
-	return opened{ss.id, sdk.LoadSessionResponse{Modes: modeState(ss.policy.Mode()), ConfigOptions: ss.configOptions()}}, nil
+	return opened{ss.id, sdk.LoadSessionResponse{Modes: configoption.ModeState(ss.policy.Mode()), ConfigOptions: ss.configOptions()}}, nil
 }
 
 // ResumeSession restores a journaled session without replaying it.
@@ -511,7 +515,7 @@ func (s *Server) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) 
 	s.setRoots(ss, roots) // else the recorded ones (reopen)
 	s.startMCP(ss, p.McpServers)
 	s.waitModels(ctx)
-	return opened{ss.id, sdk.ResumeSessionResponse{Modes: modeState(ss.policy.Mode()), ConfigOptions: ss.configOptions()}}, nil
+	return opened{ss.id, sdk.ResumeSessionResponse{Modes: configoption.ModeState(ss.policy.Mode()), ConfigOptions: ss.configOptions()}}, nil
 }
 
 // deliverNotice queues a background task's completion notice on its owning

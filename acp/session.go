@@ -19,8 +19,11 @@ import (
 	"github.com/dsh-acp/dsh-acp/internal/approval"
 	"github.com/dsh-acp/dsh-acp/internal/changes"
 	"github.com/dsh-acp/dsh-acp/internal/event"
+	"github.com/dsh-acp/dsh-acp/internal/journalsink"
 	"github.com/dsh-acp/dsh-acp/internal/llm"
 	"github.com/dsh-acp/dsh-acp/internal/mcp"
+	"github.com/dsh-acp/dsh-acp/internal/sandboxlevel"
+	"github.com/dsh-acp/dsh-acp/internal/slash"
 	"github.com/dsh-acp/dsh-acp/presentation"
 	"github.com/dsh-acp/dsh-acp/replay"
 	"github.com/dsh-acp/dsh-acp/tools"
@@ -36,7 +39,7 @@ type session struct {
 	present *presentation.Presenter
 	updates *presentation.UpdateWriter
 	// journalSink writes the session's events to its journal.
-	journalSink *journalSink
+	journalSink *journalsink.Sink
 	policy      *approval.Policy
 	title       *titler
 	box         *mcp.Toolbox     // the daemon's tools and the session's MCP tools
@@ -46,7 +49,7 @@ type session struct {
 	window      func(model string) int // a model's context window
 	// sandboxes is the levels the daemon offers; the session's level is
 	// its agent's (agent.Session.Sandbox).
-	sandboxes sandboxes
+	sandboxes sandboxlevel.Offer
 	// models is the model client in force, shared by every session.
 	models *llm.InForce
 	// settled is closed once the session's sandbox level is final (see
@@ -132,7 +135,7 @@ func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
 	ss.box = mcp.NewToolbox(reg)
 	ss.present = s.presenter(id, cwd, s.updates, ss.box, false)
 	ss.title = &titler{send: ss.send}
-	ss.journalSink = newJournalSink(j, s.log, id, ss.present)
+	ss.journalSink = journalsink.New(j, s.log, id, ss.present)
 	var sink event.Sink = fanout{ss.title, ss.journalSink, ss.present}
 	if ss.tracker != nil {
 		ss.tracker.SetSink(sink)
@@ -202,11 +205,11 @@ func (s *Server) presenter(id, cwd string, w *presentation.UpdateWriter, cards p
 func (ss *session) prompt(ctx context.Context, blocks []sdk.ContentBlock) event.StopReason {
 	ss.waitSettled(ctx)
 	pb := promptBlocks(blocks)
-	if name, args, text, extra, ok := parseCommand(pb); ok {
+	if name, args, text, extra, ok := slash.Parse(pb); ok {
 		return ss.command(ctx, name, args, text, extra)
 	}
-	if word, ok := slashWord(firstText(pb)); ok && !ss.hasModel() {
-		return ss.command(ctx, unknownCommand, word, strings.TrimSpace(firstText(pb)), 0)
+	if word, ok := slash.Word(firstText(pb)); ok && !ss.hasModel() {
+		return ss.command(ctx, slash.Unknown, word, strings.TrimSpace(firstText(pb)), 0)
 	}
 	if emptyDirect(pb) {
 		return ss.agent.Command(ctx, "!", func(context.Context) string { return emptyDirectText })
@@ -239,7 +242,7 @@ func (ss *session) close(ctx context.Context) {
 		ss.tracker.Close()
 	}
 	ss.closeOnce.Do(func() {
-		ss.journalSink.close()
+		ss.journalSink.Close()
 		if err := ss.journal.Close(); err != nil {
 			ss.log.Error("journal close failed", zap.String("session", ss.id), zap.Error(err))
 		}
@@ -542,7 +545,7 @@ func (s *Server) opened(id string) {
 	waiting := ss.afterOpened
 	ss.afterOpened = nil
 	ss.mu.Unlock()
-	ss.send(availableCommands())
+	ss.send(slash.Available())
 	if len(waiting) > 0 {
 		go func() { // they may wait (for MCP servers to connect): not on the writer
 			for _, fn := range waiting {

@@ -8,6 +8,9 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/internal/configoption"
+	"github.com/dsh-acp/dsh-acp/internal/sandboxlevel"
 )
 
 // A session setting is one row of settings: its config option (what
@@ -32,12 +35,12 @@ type setting struct {
 
 // settings are the session settings, in the order they are offered.
 var settings = []setting{
-	{id: modeConfigID, key: stateMode, option: modeOption, set: setMode, restore: restoreMode, changed: announceMode},
+	{id: configoption.ModeID, key: stateMode, option: modeOption, set: setMode, restore: restoreMode, changed: announceMode},
 	// The level is restored by startSandbox, which also picks a new
 	// session's level.
-	{id: sandboxConfigID, key: stateSandbox, option: sandboxSetting, set: setSandbox},
-	{id: modelConfigID, key: stateModel, option: modelSetting, set: setModel, restore: restoreModel},
-	{id: thinkingConfigID, key: stateThinking, option: thinkingSetting, set: setThinking, restore: restoreThinking},
+	{id: sandboxlevel.ConfigID, key: sandboxlevel.StateKey, option: sandboxSetting, set: setSandbox},
+	{id: configoption.ModelID, key: stateModel, option: modelSetting, set: setModel, restore: restoreModel},
+	{id: configoption.ThinkingID, key: stateThinking, option: thinkingSetting, set: setThinking, restore: restoreThinking},
 }
 
 func findSetting(id string) (setting, bool) {
@@ -130,7 +133,7 @@ func (s *Server) SetSessionMode(ctx context.Context, p sdk.SetSessionModeRequest
 	if err != nil {
 		return resp, err
 	}
-	return resp, ss.setSetting(modeConfigID, string(p.ModeId))
+	return resp, ss.setSetting(configoption.ModeID, string(p.ModeId))
 }
 
 // UnstableSetSessionModel is session/set_model: the model setting.
@@ -139,5 +142,5 @@ func (s *Server) UnstableSetSessionModel(ctx context.Context, p sdk.UnstableSetS
 	if err != nil {
 		return resp, err
 	}
-	return resp, ss.setSetting(modelConfigID, string(p.ModelId))
+	return resp, ss.setSetting(configoption.ModelID, string(p.ModelId))
 }

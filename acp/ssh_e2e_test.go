@@ -236,3 +236,50 @@ func TestE2ESSHUnknownHostKey(t *testing.T) {
 		t.Error("the command ran")
 	}
 }
+
+// chunkText is what the agent said (agent_message_chunk) in us.
+func chunkText(us []update) string {
+	var b strings.Builder
+	for _, u := range us {
+		if u.Kind == "agent_message_chunk" {
+			b.WriteString(u.ChunkText)
+		}
+	}
+	return b.String()
+}
+
+// On a host whose PATH lacks bwrap, what the user is told about the
+// sandbox speaks of that host, never of this machine: the notice after
+// session/new names the host and the level to choose; the first confined
+// command's card names the host and the missing program (and the command
+// does not run); /sandbox says what the host lacks and the host's fix.
+func TestE2ESSHSandboxAdviceNamesTheHost(t *testing.T) {
+	path := pathWithout(t, "bwrap")
+	srv := sshdtest.StartWith(t, sshdtest.Options{SetEnv: []string{"XDG_STATE_HOME=" + t.TempDir(), "PATH=" + path}})
+	d := startDaemon(t, optedIn("notices"), sshArgs(srv, ""))
+	cwd := t.TempDir()
+	sid := d.newSession(cwd)
+	d.waitFor(func() bool { return d.count(sid, "notice", "without a sandbox") > 0 })
+	ns := updatesOf[noticeUpdate](t, d, sid, "notice")
+	if len(ns) != 1 || !strings.Contains(ns[0].Description, "run on 127.0.0.1 without a sandbox") ||
+		!strings.Contains(ns[0].Description, "/sandbox workspace") || strings.Contains(ns[0].Description, "apt install") {
+		t.Errorf("notices %+v", ns)
+	}
+	d.prompt(sid, "/sandbox workspace")
+	c := d.directTurn(sid, "echo ran > ran.txt")
+	wantReason(t, c, "Not run: sandbox level workspace cannot be built on the host 127.0.0.1: the host has no bwrap on its PATH")
+	if _, err := os.Stat(filepath.Join(cwd, "ran.txt")); err == nil {
+		t.Error("the refused command ran on the host")
+	}
+	before := len(d.Updates(sid))
+	d.prompt(sid, "/sandbox")
+	got := chunkText(decodeUpdates(t, d.Updates(sid)[before:]))
+	for _, want := range []string{"Confined levels cannot be built on the host 127.0.0.1: the host has no bwrap on its PATH", "Install bubblewrap on 127.0.0.1", "(now " + path} {
+		if !strings.Contains(got, want) {
+			t.Errorf("/sandbox lacks %q: %q", want, got)
+		}
+	}
+	if strings.Contains(got, "built here") || strings.Contains(got, "bubblewrap util-linux") {
+		t.Errorf("/sandbox gives this machine's advice: %q", got)
+	}
+}

@@ -5,14 +5,10 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
-	"github.com/dsh-acp/dsh-acp/presentation"
-
+	"github.com/dsh-acp/dsh-acp/internal/configoption"
 	"github.com/dsh-acp/dsh-acp/internal/llm"
+	"github.com/dsh-acp/dsh-acp/presentation"
 )
-
-// thinkingConfigID is the config option that sets how much the model
-// thinks (category thought_level: Zed's thinking selector).
-const thinkingConfigID = "thinking"
 
 // stateThinking is the journal state key of a session's thinking setting.
 const stateThinking = "session.thinking"
@@ -24,17 +20,7 @@ func thinkingSetting(ss *session) (sdk.SessionConfigOption, bool) {
 	if ss.catalog == nil || ss.models.ThinkingRefused(ss.agent.Model()) {
 		return sdk.SessionConfigOption{}, false
 	}
-	levels := llm.ThinkingLevels()
-	opts := make(sdk.SessionConfigSelectOptionsUngrouped, 0, len(levels))
-	for _, l := range levels {
-		opts = append(opts, sdk.SessionConfigSelectOption{Value: sdk.SessionConfigValueId(l.String()), Name: l.Label()})
-	}
-	o := sdk.NewSessionConfigOptionSelect(sdk.SessionConfigValueId(ss.agent.Thinking().String()), sdk.SessionConfigSelectOptions{Ungrouped: &opts})
-	o.Select.Id = thinkingConfigID
-	o.Select.Name = "Thinking"
-	o.Select.Category = sdk.Ptr(sdk.SessionConfigOptionCategoryThoughtLevel)
-	o.Select.Description = sdk.Ptr("How much the model reasons before it answers; default is the provider's")
-	return o, true
+	return configoption.Thinking(ss.agent.Thinking()), true
 }
 
 // setThinking validates and applies a thinking setting.

@@ -10,16 +10,24 @@ import (
 
 // sandboxRefusal is the result of a command the executor refused because
 // its sandbox level cannot be built (err wraps executor.ErrSandbox). Its
-// first line — the card's reason line — names the level and why; the
-// second tells the model what to do.
+// first line — the card's reason line — names the level, where (this
+// machine, or the host commands run on) and why; the second tells the
+// model what to tell the user: the executor's fix when err carries an
+// executor.SandboxReason.
 func sandboxRefusal(level executor.Level, err error) event.Result {
 	why := err.Error()
 	if i := strings.LastIndex(why, executor.ErrSandbox.Error()+": "); i >= 0 {
 		why = why[i+len(executor.ErrSandbox.Error())+2:]
 	}
-	return event.Result{IsError: true, Text: fmt.Sprintf("Not run: sandbox level %s cannot be built here: %s\n"+
-		"Commands are refused rather than run unsandboxed. Tell the user: they can make bubblewrap work here, or choose another sandbox level (/sandbox).",
-		level, why)}
+	where, advice := "here", "they can make bubblewrap work here, or choose another sandbox level (/sandbox)."
+	if r := executor.ReasonOf(err); r != nil {
+		where = r.Where()
+		if r.Fix != "" {
+			advice = r.Fix + " Or they can choose another sandbox level (/sandbox)."
+		}
+	}
+	return event.Result{IsError: true, Text: fmt.Sprintf("Not run: sandbox level %s cannot be built %s: %s\n"+
+		"Commands are refused rather than run unsandboxed. Tell the user: %s", level, where, why, advice)}
 }
 
 // Output that says a confined command ran into its sandbox: a write to a

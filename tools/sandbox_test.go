@@ -133,3 +133,19 @@ func TestPromptSectionPerLevel(t *testing.T) {
 		t.Errorf("default off: %s", got)
 	}
 }
+
+// A refusal speaks of the executor in use: on a remote host it names the
+// host and what it lacks, and passes the executor's fix on, never this
+// machine's.
+func TestBashSandboxRefusalOnAHost(t *testing.T) {
+	why := &executor.SandboxReason{Host: "build.example", Missing: "bwrap", Fix: "Install bubblewrap on build.example, then restart the agent.",
+		Err: fmt.Errorf("%w: the host has no bwrap on its PATH", executor.ErrSandbox)}
+	ex := executorfake.New()
+	ex.LevelsOffered, ex.Why = []executor.Level{executor.LevelOff}, why
+	res := call(t, ex, tools.Config{}, "bash", `{"command":"true","description":"d"}`, nil)
+	first, rest, _ := strings.Cut(res.Text, "\n")
+	want := "Not run: sandbox level workspace cannot be built on the host build.example: the host has no bwrap on its PATH"
+	if !res.IsError || first != want || !strings.Contains(rest, "Tell the user: Install bubblewrap on build.example") || strings.Contains(rest, "work here") {
+		t.Errorf("result %q; want the first line %q and the host's fix", res.Text, want)
+	}
+}

@@ -201,7 +201,7 @@ func NewSpawner(cfg Config) (*Spawner, error) {
 func (s *Spawner) probed() {
 	s.probeOnce.Do(func() {
 		s.places.sweep() // a killed daemon's placeholders
-		s.why = s.detect(s.detectArg)
+		s.why = localReason(s.detect(s.detectArg))
 		if !s.explicit {
 			s.level = executor.LevelWorkspace
 			if s.why != nil {

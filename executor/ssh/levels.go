@@ -50,11 +50,18 @@ func (b *remoteBox) state() (done bool, why error) {
 	return b.done, b.why
 }
 
-// probeBox runs sandbox.RemoteProbe on the host.
+// probeScript is sandbox.RemoteProbe after a check that names the first
+// program the host lacks ("missing bwrap <the host's PATH>").
+const probeScript = `for __dsh_p in bwrap unshare; do command -v "$__dsh_p" >/dev/null || ` +
+	`{ printf 'missing %s %s\n' "$__dsh_p" "$PATH"; exit 3; }; done; ` + sandbox.RemoteProbe
+
+// probeBox runs probeScript on the host; its error is a
+// *executor.SandboxReason naming the host, what it lacks and the fix.
 func (s *Spawner) probeBox() error {
-	p, err := s.Spawn(engine.Command{Spec: executor.Spec{Command: sandbox.RemoteProbe + " 2>&1", Workdir: "/", Level: executor.LevelOff}})
+	p, err := s.Spawn(engine.Command{Spec: executor.Spec{Command: probeScript + " 2>&1", Workdir: "/", Level: executor.LevelOff}})
 	if err != nil {
-		return fmt.Errorf("%w: the host's sandbox could not be probed: %w", executor.ErrSandbox, err)
+		return s.reason(fmt.Errorf("%w: the host's sandbox could not be probed: %w", executor.ErrSandbox, err), "",
+			"Check that the host can be reached (the first command shows why not), then restart the agent: the probe runs once.")
 	}
 	var out bytes.Buffer
 	done := make(chan struct{})
@@ -71,15 +78,46 @@ func (s *Spawner) probeBox() error {
 	p.Stdout().Close()
 	p.Stderr().Close()
 	<-done
-	exit := p.Release()
-	if exit.Code != 0 || exit.Signal != "" {
-		msg := strings.TrimSpace(out.String())
-		if msg == "" {
-			msg = "bwrap or unshare(1) is not on the host's PATH"
-		}
-		return fmt.Errorf("%w: bubblewrap cannot sandbox commands on the host: %s", executor.ErrSandbox, msg)
+	if exit := p.Release(); exit.Code != 0 || exit.Signal != "" {
+		return s.probeFailed(strings.TrimSpace(out.String()))
 	}
 	return nil
+}
+
+// probeFailed is why the host cannot sandbox, from the probe's output.
+func (s *Spawner) probeFailed(msg string) error {
+	host := s.d.target.Host
+	if rest, ok := strings.CutPrefix(msg, "missing "); ok {
+		prog, path, _ := strings.Cut(rest, " ")
+		pkg := map[string]string{"bwrap": "bubblewrap", "unshare": "util-linux"}[prog]
+		return s.reason(fmt.Errorf("%w: the host has no %s on its PATH", executor.ErrSandbox, prog), prog,
+			fmt.Sprintf("Install %s on %s (Debian/Ubuntu: apt install %s), or put %s on the PATH its ssh commands get (now %s), then restart the agent.", pkg, host, pkg, prog, path))
+	}
+	if msg == "" {
+		msg = "the probe failed without a message"
+	}
+	err := fmt.Errorf("%w: bubblewrap cannot sandbox commands on the host: %s", executor.ErrSandbox, msg)
+	if userNamespacesRefused(msg) {
+		return s.reason(err, "", fmt.Sprintf("Allow unprivileged user namespaces on %s (sysctl kernel.unprivileged_userns_clone=1; "+
+			"on Ubuntu 24.04 also kernel.apparmor_restrict_unprivileged_userns=0), then restart the agent; see docs/security.md.", host))
+	}
+	return s.reason(err, "", fmt.Sprintf("See docs/security.md for what the sandbox needs on %s (bwrap and unshare on its PATH, unprivileged user namespaces), then restart the agent.", host))
+}
+
+// userNamespacesRefused reports whether bwrap's or unshare's message says
+// the kernel refused the user namespace.
+func userNamespacesRefused(msg string) bool {
+	for _, s := range []string{"Operation not permitted", "Permission denied", "No permissions to create", "user namespace"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// reason is err with the host, the program missing there and the fix.
+func (s *Spawner) reason(err error, missing, fix string) error {
+	return &executor.SandboxReason{Host: s.d.target.Host, Missing: missing, Fix: fix, Err: err}
 }
 
 // Levels implements engine.Leveler: every level until the host's probe
@@ -96,11 +134,11 @@ func (s *Spawner) Levels() []executor.Level {
 func (s *Spawner) DefaultLevel() executor.Level { return executor.LevelOff }
 
 // Unavailable implements engine.Leveler: the probe's reason, nil once it
-// succeeded, errNotProbed before.
+// succeeded, errNotProbed (with the level to choose) before.
 func (s *Spawner) Unavailable() error {
 	done, why := s.box.state()
 	if !done {
-		return errNotProbed
+		return s.reason(errNotProbed, "", fmt.Sprintf("Choose a sandbox level (/sandbox workspace) to run them inside the bubblewrap of %s.", s.d.target.Host))
 	}
 	return why
 }

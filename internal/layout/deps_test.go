@@ -18,7 +18,7 @@ const module = "github.com/dsh-acp/dsh-acp"
 var layers = [][]string{
 	{"cmd/dsh-acp", "cmd/dsh-bench", "cmd/dsh-bench/floor", "cmd/dsh-bench/minimal"},
 	{"acp"},
-	{"internal/approval"},
+	{"internal/approval", "internal/configoption", "internal/journalsink", "internal/sandboxlevel", "internal/slash", "internal/turns"},
 	{"internal/chat"},
 	{"internal/agent"},
 	{"internal/mcp"},

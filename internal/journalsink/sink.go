@@ -1,4 +1,23 @@
-package acp
+// Package journalsink is the sink that writes a session's events to its
+// journal (replay.Journal): what is kept, and what the user is told when
+// the journal cannot write.
+//
+// Contract: Emit and EmitBatch journal every event except the streaming
+// ones (text and thought deltas; live tool output, which goes to the
+// checkpoints instead: event.OutputCheckpoint at most once a second per
+// running call, so a call the daemon dies in replays with what the user
+// saw; a call's result ends its checkpoints, as it carries the whole
+// output). A batch is one write. When a write fails (a full disk) the user
+// is told once, through the session's presenter, with the cause and what
+// happens to the records meanwhile (replay.ErrKept, ErrShortened,
+// ErrDropped); when writing resumes, they are told so and how many
+// records were saved shortened meanwhile. Those notes go to the client
+// only, never into the journal. Close stops the checkpoints.
+//
+// Known limits: a checkpoint pending when the session closes is dropped
+// (the call's result, or replay's Settler, closes the card); the notes
+// name no record, only how many were shortened.
+package journalsink
 
 import (
 	"errors"
@@ -15,15 +34,15 @@ import (
 	"github.com/dsh-acp/dsh-acp/replay"
 )
 
-// journalSink records the events worth keeping; streaming-only events
-// (deltas, live output) are left out: AssistantMessage and ToolResult carry
-// their whole content.
+// Sink records the events worth keeping; streaming-only events (deltas,
+// live output) are left out: AssistantMessage and ToolResult carry their
+// whole content.
 //
 // When the journal cannot write (a full disk), the user is told once, in
 // the session, with the cause; the journal keeps the records and writes
 // them with the next append that fits, and the user is told when saving
 // resumed. Those notes go to the client only, never into the journal.
-type journalSink struct {
+type Sink struct {
 	j    *replay.Journal
 	log  *zap.Logger
 	id   string
@@ -38,20 +57,24 @@ type journalSink struct {
 	shortTold int
 }
 
-func newJournalSink(j *replay.Journal, log *zap.Logger, id string, tell event.Sink) *journalSink {
-	js := &journalSink{j: j, log: log, id: id, tell: tell}
+// New is the sink of session id's journal j; tell is the session's
+// presenter, which draws the notes as notices when it takes them
+// (a Notice(presentation.Notice) method), else as error messages.
+func New(j *replay.Journal, log *zap.Logger, id string, tell event.Sink) *Sink {
+	js := &Sink{j: j, log: log, id: id, tell: tell}
 	js.check.write = func(ev event.Event) { js.append(ev) }
 	return js
 }
 
-func (js *journalSink) Emit(ev event.Event) {
+// Emit journals ev unless it is a streaming event.
+func (js *Sink) Emit(ev event.Event) {
 	if js.keep(ev) {
 		js.append(ev)
 	}
 }
 
 // EmitBatch journals the batch's records with one write.
-func (js *journalSink) EmitBatch(evs []event.Event) {
+func (js *Sink) EmitBatch(evs []event.Event) {
 	kept := make([]event.Event, 0, len(evs))
 	for _, ev := range evs {
 		if js.keep(ev) {
@@ -65,7 +88,7 @@ func (js *journalSink) EmitBatch(evs []event.Event) {
 
 // keep reports whether ev is journaled as it is; live output goes to the
 // checkpoints instead, and a result ends its call's checkpoints.
-func (js *journalSink) keep(ev event.Event) bool {
+func (js *Sink) keep(ev event.Event) bool {
 	switch e := ev.(type) {
 	case event.TextDelta, event.ThoughtDelta:
 		return false
@@ -78,10 +101,10 @@ func (js *journalSink) keep(ev event.Event) bool {
 	return true
 }
 
-// close stops checkpointing.
-func (js *journalSink) close() { js.check.stop() }
+// Close stops checkpointing.
+func (js *Sink) Close() { js.check.stop() }
 
-func (js *journalSink) append(evs ...event.Event) {
+func (js *Sink) append(evs ...event.Event) {
 	err := js.j.AppendAll(evs...)
 	js.mu.Lock()
 	defer js.mu.Unlock()
@@ -105,7 +128,7 @@ func (js *journalSink) append(evs ...event.Event) {
 // lostNote says what the failure cost once writes resume: nothing, or how
 // many records were saved shortened since the user was last told. Called
 // with mu held.
-func (js *journalSink) lostNote() string {
+func (js *Sink) lostNote() string {
 	n := js.j.Shortened() - js.shortTold
 	js.shortTold += n
 	if n <= 0 {
@@ -116,7 +139,7 @@ func (js *journalSink) lostNote() string {
 
 // notice tells the client n: a notice when tell (the session's presenter)
 // draws them, else its text.
-func (js *journalSink) notice(n presentation.Notice) {
+func (js *Sink) notice(n presentation.Notice) {
 	if p, ok := js.tell.(interface{ Notice(presentation.Notice) }); ok {
 		p.Notice(n)
 		return
