@@ -84,6 +84,9 @@ func (r *Renderer) drawDiff(d *sdk.ToolCallContentDiff, budget *int) (added, rem
 			drawn++
 		}
 	}
+	if len(hs) == 0 && d.OldText != nil && *d.OldText != d.NewText {
+		r.barLine(r.st.dim + "(no line changed: only the newline at the end)" + r.st.reset)
+	}
 	*budget -= drawn
 	if hiddenLines > 0 {
 		r.barLine(fmt.Sprintf("%s… %d more %s of this diff not shown (+%d −%d)%s", r.st.dim, hiddenLines,

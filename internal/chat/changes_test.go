@@ -33,6 +33,7 @@ func TestChangeCardDrawsUnifiedDiffs(t *testing.T) {
 		diffContent("/p/notes.txt", &old, "one\nTWO\nthree\n"),
 		diffContent("/p/src/new.go", nil, "package x\n"),
 		diffContent("/elsewhere/x", &old, ""),
+		diffContent("/p/eol.txt", &old, strings.TrimSuffix(old, "\n")),
 		sdk.ToolContent(sdk.TextBlock("Not shown as diffs:\n- app.bin (created, binary, 12.0 KiB)")),
 	))
 	want := "┌ Changed files\n" +
@@ -50,6 +51,8 @@ func TestChangeCardDrawsUnifiedDiffs(t *testing.T) {
 		"│ -one\n" +
 		"│ -two\n" +
 		"│ -three\n" +
+		"│ eol.txt\n" +
+		"│ (no line changed: only the newline at the end)\n" +
 		"│ Not shown as diffs:\n" +
 		"│ - app.bin (created, binary, 12.0 KiB)\n" +
 		"└ ✓ +2 −4\n"
