@@ -80,7 +80,7 @@ func (r *Renderer) drawDiff(d *sdk.ToolCallContentDiff, budget *int) (added, rem
 				hiddenRemoved += b2i(op.kind == '-')
 				continue
 			}
-			r.barLine(lines[i])
+			r.drawDiffLine(lines[i])
 			drawn++
 		}
 	}
@@ -95,23 +95,43 @@ func (r *Renderer) drawDiff(d *sdk.ToolCallContentDiff, budget *int) (added, rem
 	return added, removed
 }
 
+// diffLine is one line of a drawn diff: its text and colour.
+type diffLine struct{ colour, text string }
+
 // hunkLines is h drawn: its @@ header, then one line per op, cleaned of
-// control sequences, cut at maxDiffLineWidth and coloured.
-func (r *Renderer) hunkLines(h hunk) []string {
-	out := make([]string, 0, len(h.ops)+1)
-	out = append(out, fmt.Sprintf("%s@@ -%s +%s @@%s", r.st.cyan, span(h.oldStart, h.oldLines), span(h.newStart, h.newLines), r.st.reset))
+// control sequences, cut at maxDiffLineWidth, with its colour.
+func (r *Renderer) hunkLines(h hunk) []diffLine {
+	out := make([]diffLine, 0, len(h.ops)+1)
+	out = append(out, diffLine{r.st.cyan, fmt.Sprintf("@@ -%s +%s @@", span(h.oldStart, h.oldLines), span(h.newStart, h.newLines))})
 	for _, op := range h.ops {
 		text := truncate(tools.CleanTerminalText(op.text), maxDiffLineWidth)
 		switch op.kind {
 		case '+':
-			out = append(out, r.st.green+"+"+text+r.st.reset)
+			out = append(out, diffLine{r.st.green, "+" + text})
 		case '-':
-			out = append(out, r.st.red+"-"+text+r.st.reset)
+			out = append(out, diffLine{r.st.red, "-" + text})
 		default:
-			out = append(out, " "+text)
+			out = append(out, diffLine{"", " " + text})
 		}
 	}
 	return out
+}
+
+// drawDiffLine writes l behind a card's bar: wrapped to the width (when
+// drawing by lines) under its text, each piece in its colour.
+func (r *Renderer) drawDiffLine(l diffLine) {
+	bar := r.st.cyan + "│" + r.st.reset + " "
+	width := 0
+	if r.width > 0 {
+		width = max(r.width-2, 1) // the bar's columns
+	}
+	reset := ""
+	if l.colour != "" {
+		reset = r.st.reset
+	}
+	for _, piece := range strings.Split(wrap(l.text, width, " "), "\n") {
+		r.printf("%s%s%s%s\n", bar, l.colour, piece, reset)
+	}
 }
 
 // barLine writes one line behind a card's bar.

@@ -114,3 +114,19 @@ func TestChangeCardBoundsHugeDiffs(t *testing.T) {
 }
 
 func tail(s string) string { return s[max(0, len(s)-2000):] }
+
+// Drawn by lines, a long diff line wraps at words behind the card's bar,
+// under its text, every piece in its side's colour.
+func TestChangeCardWrapsDiffLinesInColour(t *testing.T) {
+	var out bytes.Buffer
+	r := NewRenderer(&out, true)
+	r.SetWidth(40)
+	old := "short\n"
+	r.Update(changeCard("changes-3", diffContent("/p/a.txt", &old, "words that go on past the forty columns of this terminal\n")))
+	green, bar := "\x1b[32m", "\x1b[36m│\x1b[0m "
+	want := bar + green + "+words that go on past the forty\x1b[0m\n" +
+		bar + green + " columns of this terminal\x1b[0m\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("drawn:\n%q\nwant in it:\n%q", out.String(), want)
+	}
+}
