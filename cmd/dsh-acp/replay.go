@@ -170,8 +170,9 @@ func journalStateDir(path string) string {
 }
 
 // openChangeStore opens the change store of stateDir to read the change
-// cards' contents: nil (and no error) when stateDir has none. Nothing is
-// created, and nothing swept: a replay only reads.
+// cards' contents: nil (and no error) when stateDir has none, so a replay
+// creates no store; one that exists is opened without a sweep (a replay
+// removes nothing).
 func openChangeStore(stateDir string) (*changes.Store, error) {
 	if stateDir == "" {
 		return nil, nil
