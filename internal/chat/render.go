@@ -30,9 +30,10 @@
 //     pulls in — 43 KB in 64 allocations (GODEBUG=inittrace=1), about a
 //     sixth of the daemon's package-initialisation time, and 1.03–1.09×
 //     the CPU of a daemon start against the same daemon with the chat
-//     stubbed out (paired runs, median of ratios). This package itself
-//     initialises nothing (a test holds it); the rest goes only with a
-//     binary that does not link Bubble Tea.
+//     stubbed out (paired runs, median of ratios, on a machine so loaded
+//     that two identical binaries paired read 0.90×). This package
+//     itself initialises nothing (a test holds it); the rest goes only
+//     with a binary that does not link Bubble Tea.
 //   - The input editor is the chat's own, not Bubbles' textarea, whose
 //     clipboard dependency probes $PATH at every start of the daemon (the
 //     same binary); it has no undo, no mouse, no clipboard of its own.
