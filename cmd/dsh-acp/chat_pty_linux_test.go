@@ -105,27 +105,9 @@ func TestChatSessionsAndResume(t *testing.T) {
 	p.typeIn("!pwd\r")
 	p.expect("│ " + projectDir)
 	p.expect("└ ✓ exit 0")
-	p.expect("Enter sends")
-	p.typeIn("\x04")
-	if code := p.wait(); code != 0 {
-		t.Errorf("exit %d", code)
-	}
+	p.quit()
 	p.expect("resume: dsh-acp chat --resume " + id)
-	l, err := loadForReplay(id, func(k string) (string, bool) {
-		if k == "DSH_STATE_DIR" {
-			return state, true
-		}
-		return "", false
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var prompts []string
-	for _, ev := range l.Events {
-		if p, ok := ev.(event.UserPrompt); ok {
-			prompts = append(prompts, p.Text)
-		}
-	}
+	prompts := journaledPrompts(t, state, id)
 	if strings.Join(prompts, "|") != "!echo first-run|!pwd" {
 		t.Errorf("the resumed session's prompts: %q", prompts)
 	}

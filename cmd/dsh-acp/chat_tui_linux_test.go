@@ -78,11 +78,7 @@ func TestChatTerminalInputAndHistory(t *testing.T) {
 	p.typeIn("\r")
 	p.expect("┌ echo typed-$((20+1))")
 	p.expect("└ ✓ exit 0")
-	p.expect("Enter sends")
-	p.typeIn("\x04")
-	if code := p.wait(); code != 0 {
-		t.Errorf("exit %d after Ctrl-D", code)
-	}
+	p.quit()
 	screen := p.output()
 	m := resumeRE.FindStringSubmatch(ansi.Strip(screen))
 	if m == nil {
@@ -117,11 +113,7 @@ func TestChatTerminalInputAndHistory(t *testing.T) {
 	p.typeIn("\x1b[A")
 	p.typeIn("\r")
 	p.expect("│ typed-21")
-	p.expect("Enter sends")
-	p.typeIn("\x04")
-	if code := p.wait(); code != 0 {
-		t.Errorf("exit %d", code)
-	}
+	p.quit()
 }
 
 // Bracketed paste: a 100 000-character paste reaches the model whole, and
@@ -150,11 +142,7 @@ func TestChatTerminalPaste(t *testing.T) {
 	p.expect("line three")
 	p.typeIn("\r")
 	p.expect("got three lines")
-	p.expect("Enter sends")
-	p.typeIn("\x04")
-	if code := p.wait(); code != 0 {
-		t.Errorf("exit %d", code)
-	}
+	p.quit()
 	reqs := model.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("%d model requests, want 2 (one per paste)", len(reqs))
@@ -240,11 +228,7 @@ func TestChatTerminalQuestion(t *testing.T) {
 	p.expect("→ Allow once")
 	p.expect("└ ✓ exit 0")
 	p.expect("made")
-	p.expect("Enter sends")
-	p.typeIn("\x04")
-	if code := p.wait(); code != 0 {
-		t.Errorf("exit %d", code)
-	}
+	p.quit()
 	if _, err := os.Stat(filepath.Join(cwd, "declined-file")); err == nil {
 		t.Error("a declined command ran")
 	}
@@ -343,11 +327,7 @@ func TestChatTerminalDrawsThePlan(t *testing.T) {
 	p.expect("turn 2 done")
 	p.expect("▸ SHIP IT")
 	p.expect("· CELEBRATE")
-	p.expect("Enter sends")
-	p.typeIn("\x04")
-	if code := p.wait(); code != 0 {
-		t.Errorf("exit %d", code)
-	}
+	p.quit()
 }
 
 // On a terminal, replay draws as the chat does there: by lines wrapped at
@@ -388,11 +368,7 @@ func TestChatTerminalHelpWithoutAKey(t *testing.T) {
 	p.expect("Enter sends")
 	p.typeIn("/help\r")
 	p.expect("/sandbox")
-	p.expect("Enter sends")
-	p.typeIn("\x04")
-	if code := p.wait(); code != 0 {
-		t.Errorf("exit %d", code)
-	}
+	p.quit()
 	if strings.Contains(p.output(), "Authentication required") {
 		t.Errorf("/help asked for a key:\n%s", p.output())
 	}

@@ -26,8 +26,17 @@ func startTerm(t testing.TB, dir, bin string, env []string, args ...string) *ter
 // contains s, and moves past it.
 func (p *term) expect(s string) {
 	p.t.Helper()
-	if err := p.expectErr(s, 20*time.Second); err != nil {
-		p.t.Fatal(err)
+	p.Await(s)
+}
+
+// quit ends a chat the way a user does once its input is back (the
+// editor's hint shows): Ctrl-D, then it must exit 0.
+func (p *term) quit() {
+	p.t.Helper()
+	p.expect("Enter sends")
+	p.typeIn("\x04")
+	if code := p.wait(); code != 0 {
+		p.t.Errorf("exit %d after Ctrl-D", code)
 	}
 }
 

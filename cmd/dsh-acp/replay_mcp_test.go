@@ -25,7 +25,7 @@ func TestReplayDrawsMCPCardsFromTheJournal(t *testing.T) {
 		State: map[string]json.RawMessage{mcp.StateKey("mcp__GitHub__list_issues"): info},
 	}
 	var out bytes.Buffer
-	if err := printSession(&out, l, false, 0); err != nil {
+	if err := printSession(&out, l, nil, false, 0); err != nil {
 		t.Fatal(err)
 	}
 	if s := out.String(); !strings.Contains(s, "GitHub: list.issues") || !strings.Contains(s, "issue 1: broken") {

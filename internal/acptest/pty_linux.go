@@ -16,21 +16,47 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// PTY is a process running with a pseudo-terminal as its controlling
-// terminal and its stdin, stdout and stderr: the test types into it and
-// reads everything the terminal shows, echo included.
-type PTY struct {
+// Terminal is the controlling (master) side of a fresh pseudo-terminal:
+// it keeps everything the terminal shows, for Expect and Output, and
+// types into it. What runs on the other side — a process (PTY) or code
+// under test given Slave — is the caller's.
+type Terminal struct {
 	t      testing.TB
 	master *os.File
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error // Wait's, once exited is closed
 
 	mu      sync.Mutex
 	out     bytes.Buffer
 	seen    int           // Expect's position in out
 	changed chan struct{} // closed and replaced when out grows or the terminal closes
 	closed  bool          // the terminal's last slave end closed
+}
+
+// OpenTerminal opens a pseudo-terminal (OpenPTY) and starts reading what
+// it shows; slave is its other end, which the caller hands to what it
+// tests and closes. Both ends are closed when the test ends.
+func OpenTerminal(t testing.TB) (term *Terminal, slave *os.File) {
+	t.Helper()
+	master, slave, err := OpenPTY()
+	if err != nil {
+		t.Fatalf("acptest: %v", err)
+	}
+	term = &Terminal{t: t, master: master, changed: make(chan struct{})}
+	go term.read()
+	t.Cleanup(func() {
+		_ = slave.Close()
+		_ = master.Close()
+	})
+	return term, slave
+}
+
+// PTY is a process running with a pseudo-terminal as its controlling
+// terminal and its stdin, stdout and stderr: the test types into it and
+// reads everything the terminal shows, echo included.
+type PTY struct {
+	*Terminal
+	cmd    *exec.Cmd
+	exited chan struct{}
+	err    error // Wait's, once exited is closed
 }
 
 // StartPTY runs bin with args in a new session whose controlling terminal
@@ -46,23 +72,18 @@ func StartPTY(t testing.TB, bin string, args []string, env []string) *PTY {
 // the test's own).
 func StartPTYIn(t testing.TB, dir, bin string, args []string, env []string) *PTY {
 	t.Helper()
-	master, slave, err := OpenPTY()
-	if err != nil {
-		t.Fatalf("acptest: %v", err)
-	}
-	p := &PTY{t: t, master: master, exited: make(chan struct{}), changed: make(chan struct{})}
+	term, slave := OpenTerminal(t)
+	p := &PTY{Terminal: term, exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Dir = dir
 	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = slave, slave, slave
 	p.cmd.Env = childEnv(t, env)
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	err = p.cmd.Start()
-	_ = slave.Close()
+	err := p.cmd.Start()
+	_ = slave.Close() // the process holds it now
 	if err != nil {
-		_ = master.Close()
 		t.Fatalf("acptest: start %s on a pty: %v", bin, err)
 	}
-	go p.read()
 	go func() {
 		p.err = p.cmd.Wait()
 		close(p.exited)
@@ -74,7 +95,6 @@ func StartPTYIn(t testing.TB, dir, bin string, args []string, env []string) *PTY
 			_ = p.cmd.Process.Kill()
 			<-p.exited
 		}
-		_ = p.master.Close()
 		if t.Failed() {
 			t.Logf("acptest: pty output:\n%s", p.Output())
 		}
@@ -114,13 +134,13 @@ func OpenPTY() (master, slave *os.File, err error) {
 }
 
 // Resize sets the terminal's size; the process gets SIGWINCH.
-func (p *PTY) Resize(cols, rows int) error {
+func (p *Terminal) Resize(cols, rows int) error {
 	return unix.IoctlSetWinsize(int(p.master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Col: uint16(cols), Row: uint16(rows)})
 }
 
 // read copies what the terminal shows into out until the last slave end
 // closes (EIO).
-func (p *PTY) read() {
+func (p *Terminal) read() {
 	buf := make([]byte, 4096)
 	for {
 		n, err := p.master.Read(buf)
@@ -140,7 +160,7 @@ func (p *PTY) read() {
 
 // Expect waits until the output after the previous Expect's match contains
 // s and moves past it. It fails when ctx ends or the terminal closes first.
-func (p *PTY) Expect(ctx context.Context, s string) error {
+func (p *Terminal) Expect(ctx context.Context, s string) error {
 	for {
 		p.mu.Lock()
 		rest := p.out.String()[p.seen:]
@@ -162,8 +182,19 @@ func (p *PTY) Expect(ctx context.Context, s string) error {
 	}
 }
 
+// Await is Expect with a 20-second limit: the test fails, showing what
+// the terminal showed, when s does not appear.
+func (p *Terminal) Await(s string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := p.Expect(ctx, s); err != nil {
+		p.t.Fatalf("acptest: %v; the terminal shows:\n%s", err, p.Output())
+	}
+}
+
 // Type writes s to the terminal as if typed.
-func (p *PTY) Type(s string) {
+func (p *Terminal) Type(s string) {
 	p.t.Helper()
 	if _, err := p.master.WriteString(s); err != nil {
 		p.t.Fatalf("acptest: type into the pty: %v", err)
@@ -187,7 +218,7 @@ func (p *PTY) Wait(ctx context.Context) (int, error) {
 
 // Output is everything the terminal showed so far. After Wait it is
 // complete once the terminal closed: WaitClosed waits for that.
-func (p *PTY) Output() string {
+func (p *Terminal) Output() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.out.String()
@@ -195,7 +226,7 @@ func (p *PTY) Output() string {
 
 // WaitClosed waits (up to 10 s) until every holder of the terminal's slave
 // end closed it, so Output is complete.
-func (p *PTY) WaitClosed() {
+func (p *Terminal) WaitClosed() {
 	p.t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {

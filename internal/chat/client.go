@@ -77,6 +77,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	r := NewRenderer(o.Out, o.Color)
+	r.SetCwd(o.Cwd)
 	it := newInterrupter(o.DoubleInterrupt)
 	var runErr error
 	if o.Interactive {

@@ -22,7 +22,20 @@ type mdPatterns struct {
 	fence, heading, item, quote, rule, bold, italic *regexp.Regexp
 }
 
-var mdRE = sync.OnceValue(func() *mdPatterns {
+// mdOnce and mdCompiled hold the patterns: a zero sync.Once costs nothing
+// at package initialisation, where sync.OnceValue allocates.
+var (
+	mdOnce     sync.Once
+	mdCompiled *mdPatterns
+)
+
+// mdRE is the markdown patterns, compiled by the first call.
+func mdRE() *mdPatterns {
+	mdOnce.Do(func() { mdCompiled = compileMarkdown() })
+	return mdCompiled
+}
+
+func compileMarkdown() *mdPatterns {
 	return &mdPatterns{
 		fence:   regexp.MustCompile("^\\s*(```+|~~~+)"),
 		heading: regexp.MustCompile(`^(#{1,6})\s+(.*?)\s*#*\s*$`),
@@ -32,7 +45,7 @@ var mdRE = sync.OnceValue(func() *mdPatterns {
 		bold:    regexp.MustCompile(`\*\*([^*\s](?:[^*]*[^*\s])?)\*\*`),
 		italic:  regexp.MustCompile(`(^|[^*\w])\*([^*\s](?:[^*]*[^*\s])?)\*`),
 	}
-})
+}
 
 // line is l styled with st, and the indent its continuation lines take.
 func (m *markdown) line(l string, st style) (string, string) {

@@ -8,11 +8,19 @@ import (
 	"github.com/dsh-acp/dsh-acp/tools"
 )
 
-// planMarks are the checklist marks of the plan entries' statuses.
-var planMarks = map[sdk.PlanEntryStatus]string{
-	sdk.PlanEntryStatusCompleted:  "✓",
-	sdk.PlanEntryStatusInProgress: "▸",
-	sdk.PlanEntryStatusPending:    "·",
+// planMark is the checklist mark of a plan entry's status. (A switch, not
+// a package-level map: the daemon, the same binary, would build the map at
+// every start.)
+func planMark(s sdk.PlanEntryStatus) string {
+	switch s {
+	case sdk.PlanEntryStatusCompleted:
+		return "✓"
+	case sdk.PlanEntryStatusInProgress:
+		return "▸"
+	case sdk.PlanEntryStatusPending:
+		return "·"
+	}
+	return "?"
 }
 
 // drawPlan replaces the plan: kept for Plan when the terminal shows it
@@ -43,10 +51,7 @@ func (r *Renderer) planLines() []string {
 	}
 	lines := []string{r.st.bold + "Plan" + r.st.reset}
 	for _, e := range r.plan {
-		mark, ok := planMarks[e.Status]
-		if !ok {
-			mark = "?"
-		}
+		mark := planMark(e.Status)
 		text := tools.CleanTerminalText(strings.ReplaceAll(e.Content, "\n", " "))
 		switch e.Status {
 		case sdk.PlanEntryStatusCompleted:

@@ -48,17 +48,35 @@ type choice struct {
 	opt sdk.PermissionOption
 }
 
-// optionKeys are the letters of the first option of each kind.
-var optionKeys = map[sdk.PermissionOptionKind]string{
-	sdk.PermissionOptionKindAllowOnce:    "y",
-	sdk.PermissionOptionKindAllowAlways:  "a",
-	sdk.PermissionOptionKindRejectOnce:   "n",
-	sdk.PermissionOptionKindRejectAlways: "r",
+// optionKey is the letter of the first option of a kind ("" for a kind
+// without one). Switches, not package-level maps, here and in answerWord:
+// the daemon, the same binary, would build the maps at every start.
+func optionKey(kind sdk.PermissionOptionKind) string {
+	switch kind {
+	case sdk.PermissionOptionKindAllowOnce:
+		return "y"
+	case sdk.PermissionOptionKindAllowAlways:
+		return "a"
+	case sdk.PermissionOptionKindRejectOnce:
+		return "n"
+	case sdk.PermissionOptionKindRejectAlways:
+		return "r"
+	}
+	return ""
 }
 
-// answerWords are the words that pick the first option of a kind.
-var answerWords = map[string]sdk.PermissionOptionKind{
-	"yes": sdk.PermissionOptionKindAllowOnce, "always": sdk.PermissionOptionKindAllowAlways, "no": sdk.PermissionOptionKindRejectOnce,
+// answerWord is the kind whose first option a word picks (yes, always,
+// no), and whether it is one.
+func answerWord(word string) (sdk.PermissionOptionKind, bool) {
+	switch word {
+	case "yes":
+		return sdk.PermissionOptionKindAllowOnce, true
+	case "always":
+		return sdk.PermissionOptionKindAllowAlways, true
+	case "no":
+		return sdk.PermissionOptionKindRejectOnce, true
+	}
+	return "", false
 }
 
 // choicesOf keys exactly the options the agent offered: the first option
@@ -68,7 +86,7 @@ func choicesOf(opts []sdk.PermissionOption) []choice {
 	out := make([]choice, len(opts))
 	for i, o := range opts {
 		key := strconv.Itoa(i + 1)
-		if k, ok := optionKeys[o.Kind]; ok && !seen[o.Kind] {
+		if k := optionKey(o.Kind); k != "" && !seen[o.Kind] {
 			key = k
 		}
 		seen[o.Kind] = true
@@ -86,7 +104,7 @@ func match(choices []choice, answer string) (sdk.PermissionOption, bool) {
 			return c.opt, true
 		}
 	}
-	if kind, ok := answerWords[a]; ok {
+	if kind, ok := answerWord(a); ok {
 		return firstOf(choices, kind)
 	}
 	return sdk.PermissionOption{}, false

@@ -22,9 +22,25 @@
 //     out because linking it costs every start of the daemon (the same
 //     binary) about 30 ms of package initialisation (chroma's lexers and
 //     styles), measured with GODEBUG=inittrace=1.
+//   - The daemon is the same binary, so it links Bubble Tea and pays for
+//     its dependencies' package initialisation at every start, though it
+//     never draws: ultraviolet's key tables, x/ansi's parser and
+//     zero-width tables, termios, go-runewidth, colorprofile, terminfo
+//     and the image/png and database/sql/driver packages go-colorful
+//     pulls in — 43 KB in 64 allocations (GODEBUG=inittrace=1), about a
+//     sixth of the daemon's package-initialisation time, and 1.03–1.09×
+//     the CPU of a daemon start against the same daemon with the chat
+//     stubbed out (paired runs, median of ratios, on a machine so loaded
+//     that two identical binaries paired read 0.90×). This package
+//     itself initialises nothing (a test holds it); the rest goes only
+//     with a binary that does not link Bubble Tea.
 //   - The input editor is the chat's own, not Bubbles' textarea, whose
 //     clipboard dependency probes $PATH at every start of the daemon (the
 //     same binary); it has no undo, no mouse, no clipboard of its own.
+//   - A diff is by lines, not words: a changed line is drawn removed and
+//     added whole. Two texts so different that the edit search passes its
+//     bound (a rewrite of a large file) are drawn as all removed, then all
+//     added, rather than aligned.
 //   - A terminal without bracketed paste delivers a multi-line paste as
 //     typed keys: each newline then sends the text typed so far.
 //   - Piped input: Ctrl-C arrives as SIGINT, and two presses closer
@@ -72,6 +88,7 @@ type Renderer struct {
 	w     io.Writer
 	st    style
 	width int
+	cwd   string // diffs name files relative to it
 
 	// what the last write left on screen
 	section   string // "", "text", "thought", "card", …
@@ -175,7 +192,8 @@ func (r *Renderer) Update(u sdk.SessionUpdate) {
 			r.userLine(t.Text)
 		}
 	case u.ToolCall != nil:
-		r.openCard(u.ToolCall.ToolCallId, u.ToolCall.Title, u.ToolCall.Content, u.ToolCall.Meta)
+		tc := u.ToolCall
+		r.openCard(tc.ToolCallId, tc.Title, tc.Content, tc.Meta, tc.Status)
 	case u.ToolCallUpdate != nil:
 		r.updateCard(u.ToolCallUpdate)
 	case u.Plan != nil:
@@ -326,10 +344,17 @@ func (r *Renderer) OpenCard(tc sdk.ToolCallUpdate) {
 	if tc.Title != nil {
 		title = *tc.Title
 	}
-	r.openCard(tc.ToolCallId, title, tc.Content, tc.Meta)
+	var status sdk.ToolCallStatus
+	if tc.Status != nil {
+		status = *tc.Status
+	}
+	r.openCard(tc.ToolCallId, title, tc.Content, tc.Meta, status)
 }
 
-func (r *Renderer) openCard(id sdk.ToolCallId, title string, content []sdk.ToolCallContent, meta map[string]any) {
+// openCard draws a new card's header: after its content's text (its
+// description) while it runs; a card that comes finished (a change card)
+// shows its content behind its bars and closes at once.
+func (r *Renderer) openCard(id sdk.ToolCallId, title string, content []sdk.ToolCallContent, meta map[string]any, status sdk.ToolCallStatus) {
 	if c := r.cards[string(id)]; c != nil {
 		if _, ok := meta["terminal_info"]; ok {
 			c.terminal = true
@@ -341,10 +366,16 @@ func (r *Renderer) openCard(id sdk.ToolCallId, title string, content []sdk.ToolC
 	r.cards[string(id)] = c
 	r.running = c
 	r.enter("card")
-	for _, t := range contentTexts(content) {
-		r.line(r.st.dim+tools.CleanTerminalText(t)+r.st.reset, "")
+	done := status == sdk.ToolCallStatusCompleted || status == sdk.ToolCallStatusFailed
+	if !done {
+		for _, t := range contentTexts(content) {
+			r.line(r.st.dim+tools.CleanTerminalText(t)+r.st.reset, "")
+		}
 	}
 	r.line(fmt.Sprintf("%s┌ %s%s%s", r.st.cyan, r.st.bold, tools.CleanTerminalText(firstLine(title)), r.st.reset), "  ")
+	if done {
+		r.closeCard(c, content, meta, status == sdk.ToolCallStatusFailed)
+	}
 }
 
 func (r *Renderer) updateCard(u *sdk.SessionToolCallUpdate) {
@@ -372,19 +403,29 @@ func (r *Renderer) updateCard(u *sdk.SessionToolCallUpdate) {
 }
 
 func (r *Renderer) finishCard(c *card, u *sdk.SessionToolCallUpdate) {
+	r.closeCard(c, u.Content, u.Meta, *u.Status == sdk.ToolCallStatusFailed)
+}
+
+// closeCard ends c: its content (unless its terminal showed the output),
+// then its pill — for a card of diffs, the lines they add and remove.
+func (r *Renderer) closeCard(c *card, content []sdk.ToolCallContent, meta map[string]any, failed bool) {
 	c.finished = true
 	r.flushPartial()
 	if c.lineOpen {
 		r.printf("\n")
 		c.lineOpen = false
 	}
+	pill := ""
 	if !c.terminal {
-		for _, t := range contentTexts(u.Content) {
-			r.stream(c, tools.CleanTerminalText(strings.TrimSuffix(t, "\n")+"\n"))
+		if added, removed, diffs := r.drawContent(c, content); diffs && !failed {
+			pill = fmt.Sprintf("%s✓ +%d −%d%s", r.st.green, added, removed, r.st.reset)
 		}
 	}
-	failed := *u.Status == sdk.ToolCallStatusFailed
-	r.line(fmt.Sprintf("%s└%s %s", r.st.cyan, r.st.reset, r.pill(u.Meta, failed)), "  ")
+	r.flushPartial()
+	if pill == "" {
+		pill = r.pill(meta, failed)
+	}
+	r.line(fmt.Sprintf("%s└%s %s", r.st.cyan, r.st.reset, pill), "  ")
 }
 
 // pill is the exit-status summary: green for success, red otherwise.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,78 +16,26 @@ import (
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
 )
 
-// term is the controlling side of a pty whose other end Login uses.
+// term is the controlling side of a pty (acptest.Terminal) whose other
+// end, slave, Login uses.
 type term struct {
-	t       *testing.T
-	master  *os.File
-	slave   *os.File
-	mu      sync.Mutex
-	out     strings.Builder
-	seen    int
-	changed chan struct{}
+	*acptest.Terminal
+	slave *os.File
 }
 
 func newTerm(t *testing.T) *term {
 	t.Helper()
-	m, s, err := acptest.OpenPTY()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tm := &term{t: t, master: m, slave: s, changed: make(chan struct{})}
-	t.Cleanup(func() { s.Close(); m.Close() })
-	go func() {
-		buf := make([]byte, 1024)
-		for {
-			n, err := m.Read(buf)
-			tm.mu.Lock()
-			tm.out.Write(buf[:n])
-			close(tm.changed)
-			tm.changed = make(chan struct{})
-			tm.mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return tm
+	tm, slave := acptest.OpenTerminal(t)
+	return &term{Terminal: tm, slave: slave}
 }
 
-// expect waits for s in what the terminal showed since the last expect.
-func (tm *term) expect(s string) {
-	tm.t.Helper()
-	deadline := time.After(20 * time.Second)
-	for {
-		tm.mu.Lock()
-		rest := tm.out.String()[tm.seen:]
-		i := strings.Index(rest, s)
-		if i >= 0 {
-			tm.seen += i + len(s)
-		}
-		changed := tm.changed
-		tm.mu.Unlock()
-		if i >= 0 {
-			return
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			tm.t.Fatalf("waited 20 s for %q; the terminal shows:\n%s", s, tm.shown())
-		}
-	}
-}
+// expect waits (20 s) for s in what the terminal showed since the last
+// expect.
+func (tm *term) expect(s string) { tm.Await(s) }
 
-func (tm *term) typeIn(s string) {
-	tm.t.Helper()
-	if _, err := tm.master.WriteString(s); err != nil {
-		tm.t.Fatal(err)
-	}
-}
+func (tm *term) typeIn(s string) { tm.Type(s) }
 
-func (tm *term) shown() string {
-	tm.mu.Lock()
-	defer tm.mu.Unlock()
-	return tm.out.String()
-}
+func (tm *term) shown() string { return tm.Output() }
 
 func echoing(t *testing.T, f *os.File) bool {
 	t.Helper()
