@@ -201,7 +201,7 @@ func BenchmarkGuardOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		if unguarded {
-			sp.guard = nil
+			sp.guards.off = true
 		}
 		e, err := engine.New(sp, engine.Config{StateDir: sp.stateDir})
 		if err != nil {
