@@ -188,27 +188,32 @@ func TestNoFIFOWriteOrLinkWriteOut(t *testing.T) {
 	}
 }
 
-// BenchmarkGuardOverhead: a foreground `true` at workspace level, started
-// from the guard thread and (the guard taken away) from the spawn thread,
-// paired call by call; the median of the per-pair ratios is the guard's
-// cost per call.
+// BenchmarkGuardOverhead: a foreground `true` at workspace (the whole
+// guard) and at workspace-network (the links-only guard), started from
+// the level's guard thread and (the guards taken away) from the spawn
+// thread, paired call by call; the median of the per-pair ratios is the
+// guard's cost per call.
 func BenchmarkGuardOverhead(b *testing.B) {
 	requireBwrap(b)
+	for _, level := range []executor.Level{executor.LevelWorkspace, executor.LevelWorkspaceNetwork} {
+		b.Run(string(level), func(b *testing.B) { benchGuardOverhead(b, level) })
+	}
+}
+
+func benchGuardOverhead(b *testing.B, level executor.Level) {
 	ws := b.TempDir()
 	run := func(unguarded bool) func() error {
 		sp, err := NewSpawner(Config{Config: local.Config{StateDir: b.TempDir()}, Home: testHome(b)})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if unguarded {
-			sp.guards.off = true
-		}
+		sp.guards.off = unguarded
 		e, err := engine.New(sp, engine.Config{StateDir: sp.stateDir})
 		if err != nil {
 			b.Fatal(err)
 		}
 		executortest.ShutDownAtEnd(b, e, 20*time.Second)
-		spec, err := e.Resolve(executor.Request{Command: "true", SessionCwd: ws, Level: executor.LevelWorkspace})
+		spec, err := e.Resolve(executor.Request{Command: "true", SessionCwd: ws, Level: level})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -244,7 +249,7 @@ func BenchmarkGuardOverhead(b *testing.B) {
 	b.ReportMetric(float64(mg.Microseconds()), "guarded-µs")
 	b.ReportMetric(float64(mp.Microseconds()), "unguarded-µs")
 	b.ReportMetric(ratio, "ratio")
-	b.Logf("a foreground `true` at workspace (%d pairs): guarded median %v, unguarded %v, median paired ratio %.3f", len(tg), mg, mp, ratio)
+	b.Logf("a foreground `true` at %s (%d pairs): guarded median %v, unguarded %v, median paired ratio %.3f", level, len(tg), mg, mp, ratio)
 }
 
 func medianFloat(v []float64) float64 {
