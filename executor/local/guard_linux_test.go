@@ -32,12 +32,13 @@ func startFrom(t *testing.T, s *Spawner, g *Guard) (string, error) {
 }
 
 // TestGuardThreads: what each Guard's setup sets on its thread (here
-// no_new_privs on one, a niceness of 7 on the other: both per-thread and
-// inherited) reaches the processes started from it and no other; a start
-// from a Guard the Spawner was not given, or whose setup failed, fails.
+// no_new_privs on one, on the other the highest niceness, 19, which any
+// thread may take: both per-thread and inherited) reaches the processes
+// started from it and no other; a start from a Guard the Spawner was not
+// given, or whose setup failed, fails.
 func TestGuardThreads(t *testing.T) {
 	nnp := NewGuard(func() error { return unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) })
-	nice := NewGuard(func() error { return unix.Setpriority(unix.PRIO_PROCESS, 0, 7) }) // 0: this thread
+	nice := NewGuard(func() error { return unix.Setpriority(unix.PRIO_PROCESS, 0, 19) }) // 0: this thread
 	s, err := NewSpawner(SpawnerConfig{Guards: []*Guard{nnp, nice}})
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +53,7 @@ func TestGuardThreads(t *testing.T) {
 		name string
 		g    *Guard
 		want string
-	}{{"no_new_privs", nnp, "NoNewPrivs: 1 " + base}, {"nice", nice, "NoNewPrivs: 0 7"}, {"plain", nil, plain}, {"no_new_privs again", nnp, "NoNewPrivs: 1 " + base}} {
+	}{{"no_new_privs", nnp, "NoNewPrivs: 1 " + base}, {"nice", nice, "NoNewPrivs: 0 19"}, {"plain", nil, plain}, {"no_new_privs again", nnp, "NoNewPrivs: 1 " + base}} {
 		if got, err := startFrom(t, s, c.g); err != nil || got != c.want {
 			t.Errorf("%s: got %q, %v; want %q", c.name, got, err, c.want)
 		}
