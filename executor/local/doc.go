@@ -33,9 +33,10 @@
 // Every process is started from one dedicated, locked OS thread that lives
 // as long as the Spawner: a parent-death signal is tied to the forking
 // thread, and executor/sandbox relies on bubblewrap's --die-with-parent.
-// A Launch marked Guarded is forked from a second such thread, the guard
-// thread, which first ran SpawnerConfig.Guard (executor/sandbox/ipcguard
-// loads its seccomp filter there, so that only those children inherit it).
+// A Launch that names a Guard is forked from that guard's thread, another
+// such thread, which first ran the guard's setup (executor/sandbox/ipcguard
+// loads its seccomp filter there, so that only those children inherit it;
+// the sandbox holds two guards, one per filter).
 //
 // # Programs
 //

@@ -2,6 +2,7 @@ package local
 
 import (
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -11,59 +12,67 @@ import (
 	"github.com/dsh-acp/dsh-acp/executor/engine"
 )
 
-// startGuarded starts `grep NoNewPrivs /proc/self/status` and returns its
-// output.
-func startGuarded(t *testing.T, s *Spawner, guarded bool) (string, error) {
+// startFrom starts `grep NoNewPrivs /proc/self/status; nice` from guard
+// g (nil: the spawn thread) and returns its output.
+func startFrom(t *testing.T, s *Spawner, g *Guard) (string, error) {
 	t.Helper()
-	l, err := s.Prepare(engine.Command{Spec: executor.Spec{Command: "grep NoNewPrivs /proc/self/status", Workdir: t.TempDir(), Level: executor.LevelOff}})
+	l, err := s.Prepare(engine.Command{Spec: executor.Spec{Command: "grep NoNewPrivs /proc/self/status; nice", Workdir: t.TempDir(), Level: executor.LevelOff}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.Guarded = guarded
+	l.Guard = g
 	p, err := s.Start(l)
 	if err != nil {
 		return "", err
 	}
-	out := make([]byte, 256)
-	n, _ := p.Stdout().Read(out)
+	out, _ := io.ReadAll(p.Stdout())
 	p.Wait()
 	p.Release()
-	return strings.TrimSpace(string(out[:n])), nil
+	return strings.Join(strings.Fields(string(out)), " "), nil
 }
 
-// TestGuardThread: what Guard sets on the guard thread (here no_new_privs)
-// reaches the processes started guarded and no other; without a Guard, or
-// when it failed, a guarded start fails.
-func TestGuardThread(t *testing.T) {
-	s, err := NewSpawner(SpawnerConfig{Guard: func() error { return unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) }})
+// TestGuardThreads: what each Guard's setup sets on its thread (here
+// no_new_privs on one, on the other the highest niceness, 19, which any
+// thread may take: both per-thread and inherited) reaches the processes
+// started from it and no other; a start from a Guard the Spawner was not
+// given, or whose setup failed, fails.
+func TestGuardThreads(t *testing.T) {
+	nnp := NewGuard(func() error { return unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) })
+	nice := NewGuard(func() error { return unix.Setpriority(unix.PRIO_PROCESS, 0, 19) }) // 0: this thread
+	s, err := NewSpawner(SpawnerConfig{Guards: []*Guard{nnp, nice}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	plain, err := startFrom(t, s, nil)
+	if err != nil || !strings.HasPrefix(plain, "NoNewPrivs: 0 ") {
+		t.Fatalf("spawn thread: got %q, %v", plain, err)
+	}
+	base := strings.TrimPrefix(plain, "NoNewPrivs: 0 ")
 	for _, c := range []struct {
-		guarded bool
-		want    string
-	}{{false, "NoNewPrivs:\t0"}, {true, "NoNewPrivs:\t1"}, {false, "NoNewPrivs:\t0"}} {
-		got, err := startGuarded(t, s, c.guarded)
-		if err != nil || got != c.want {
-			t.Errorf("guarded %v: got %q, %v; want %q", c.guarded, got, err, c.want)
+		name string
+		g    *Guard
+		want string
+	}{{"no_new_privs", nnp, "NoNewPrivs: 1 " + base}, {"nice", nice, "NoNewPrivs: 0 19"}, {"plain", nil, plain}, {"no_new_privs again", nnp, "NoNewPrivs: 1 " + base}} {
+		if got, err := startFrom(t, s, c.g); err != nil || got != c.want {
+			t.Errorf("%s: got %q, %v; want %q", c.name, got, err, c.want)
 		}
 	}
-	plain, err := NewSpawner(SpawnerConfig{})
+	other, err := NewSpawner(SpawnerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer plain.Close()
-	if _, err := startGuarded(t, plain, true); !errors.Is(err, errNoGuard) {
-		t.Errorf("a guarded start without a Guard: %v", err)
+	defer other.Close()
+	if _, err := startFrom(t, other, nnp); !errors.Is(err, errNoGuard) {
+		t.Errorf("a start from a guard the spawner was not given: %v", err)
 	}
 	boom := errors.New("boom")
-	failing, err := NewSpawner(SpawnerConfig{Guard: func() error { return boom }})
+	failing, err := NewSpawner(SpawnerConfig{Guards: []*Guard{NewGuard(func() error { return boom })}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer failing.Close()
-	if _, err := startGuarded(t, failing, true); !errors.Is(err, boom) {
-		t.Errorf("a guarded start after the Guard failed: %v", err)
+	if _, err := startFrom(t, failing, failing.guards[0]); !errors.Is(err, boom) {
+		t.Errorf("a guarded start after the setup failed: %v", err)
 	}
 }

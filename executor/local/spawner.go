@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -36,13 +37,14 @@ type SpawnerConfig struct {
 	Limits Limits
 	// Logger receives diagnostics; nil means none.
 	Logger *zap.Logger
-	// Guard, when set, is run once on a second dedicated, locked thread,
-	// the guard thread, before its first start; Launch.Guarded starts a
-	// process from that thread. It is for state a thread passes on to the
-	// children it forks and that must not reach the others: a seccomp
-	// filter (executor/sandbox/ipcguard). When it fails, every guarded
-	// start fails with its error.
-	Guard func() error
+	// Guards are the Spawner's guard threads (see Guard), each a
+	// dedicated, locked thread of its own that runs its setup once before
+	// its first start; a Launch whose Guard names one starts from it. They
+	// are for state a thread passes on to the children it forks and that
+	// must not reach the others: a seccomp filter
+	// (executor/sandbox/ipcguard). The Spawner ends them when it closes; a
+	// Guard belongs to one Spawner.
+	Guards []*Guard
 }
 
 // Spawner is the plain engine.Spawner: `bash -c` in a session and process
@@ -63,7 +65,7 @@ type Spawner struct {
 	devNull *os.File
 
 	reqs      chan func()
-	guard     guardThread
+	guards    []*Guard
 	closeOnce sync.Once
 	mu        sync.RWMutex // held for reading while a start is queued
 	closed    bool
@@ -87,7 +89,7 @@ func NewSpawner(cfg SpawnerConfig) (*Spawner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", os.DevNull, err)
 	}
-	s := &Spawner{bash: bash, log: cfg.Logger, devNull: devNull, reqs: make(chan func()), guard: guardThread{setup: cfg.Guard}}
+	s := &Spawner{bash: bash, log: cfg.Logger, devNull: devNull, reqs: make(chan func()), guards: cfg.Guards}
 	if s.limits, s.limitsWhy = newLimiter(cfg.Limits, cfg.Logger); s.limitsWhy != nil {
 		cfg.Logger.Info("commands run without a process limit", zap.Error(s.limitsWhy))
 	}
@@ -109,7 +111,9 @@ func (s *Spawner) thread() {
 	for f := range s.reqs {
 		f()
 	}
-	s.guard.close()
+	for _, g := range s.guards {
+		g.close()
+	}
 	s.devNull.Close()
 	if s.limits != nil {
 		s.limits.close()
@@ -161,9 +165,10 @@ type Launch struct {
 	Keep []io.Closer
 	// SysProcAttr is used as given, except that Setsid is always set.
 	SysProcAttr *syscall.SysProcAttr
-	// Guarded starts the process from the guard thread (see
-	// SpawnerConfig.Guard); without a Guard, the start fails.
-	Guarded bool
+	// Guard, when set, starts the process from that guard thread, which
+	// must be one of SpawnerConfig.Guards (else the start fails); nil
+	// starts it from the spawn thread.
+	Guard *Guard
 
 	stdin *os.File
 	feeds []feed
@@ -270,9 +275,12 @@ func (s *Spawner) Start(l *Launch) (_ *Process, err error) {
 				cg.apply(attr)
 			}
 		}
-		if l.Guarded {
-			proc, err = s.guard.start(l.Path, l.Args, pa, s.limits, cg)
-		} else {
+		switch {
+		case l.Guard != nil && !slices.Contains(s.guards, l.Guard):
+			err = errNoGuard
+		case l.Guard != nil:
+			proc, err = l.Guard.start(l.Path, l.Args, pa, s.limits, cg)
+		default:
 			proc, err = os.StartProcess(l.Path, l.Args, pa)
 		}
 		return err

@@ -127,7 +127,7 @@ func (s *Spawner) spawn(cmd engine.Command, spillDir string) (*process, error) {
 		l.Discard()
 		return nil, err
 	}
-	l.Guarded = s.guarded(cmd.Spec.Level)
+	l.Guard = s.guards.of(cmd.Spec.Level)
 	lp, err := s.plain.Start(l)
 	if err != nil {
 		g.abort()

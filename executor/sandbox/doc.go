@@ -23,6 +23,17 @@
 // can be read. The workspace (the session cwd) is writable at the workspace
 // levels and read-only at LevelReadOnly.
 //
+// # IPC guards (ipcguard.go)
+//
+// Each confined level's bwrap is started from a spawn thread that holds a
+// seccomp filter every process of the sandbox inherits, answered by a
+// supervisor in the daemon (executor/sandbox/ipcguard): at read-only and
+// workspace the whole guard (no connect to a path socket, no write to a
+// FIFO outside the private /tmp, a write through a hard link goes to a
+// copy); at workspace-network the links-only guard (the hard-link rule
+// alone: sockets and FIFOs are within reach through the network anyway).
+// A guard that cannot be installed fails its levels' starts.
+//
 // # Protection by construction (protect.go)
 //
 // Inside a writable workspace the protected set (Config.Protected, by
@@ -79,9 +90,11 @@
 //     after setting the sandbox up and before running the command. The
 //     daemon holds the only write end of that pipe: dead, it leaves EOF,
 //     an empty program makes prctl(PR_SET_SECCOMP) fail, and bwrap exits
-//     before the command ran. Every bwrap is started from one of two
-//     locked OS threads (local.Spawner) that live as long as the executor,
-//     because a parent-death signal follows the thread.
+//     before the command ran. Every bwrap is started from one of three
+//     locked OS threads (local.Spawner's spawn thread and its two guard
+//     threads, below) that live as long as the executor, because a
+//     parent-death signal follows the thread; the launch is the same from
+//     each.
 //
 // Measured (TestStopRightAfterStart, TestDaemonKilledRightAfterSpawn,
 // TestUnconfirmedStartRunsNothing): Kill at once, a 1 ms timeout and a
@@ -123,8 +136,12 @@
 //   - Nested repositories are found by a bounded search (4 deep, 3 000
 //     directories, not node_modules, reused for 30 s); one created during
 //     a command, or past the bounds, is not protected.
-//   - A file hard-linked from outside the workspace (pnpm's store) is
-//     written through its workspace name.
+//   - A write through a workspace file hard-linked from outside (pnpm's
+//     store) goes to a copy at every confined level (ipcguard.go): at
+//     workspace-network too, whose sandboxes start under the links-only
+//     guard, so writing opens there pay the supervisor's round trip and
+//     share its limits (procfs and sysfs writes refused, /dev/tty ENXIO,
+//     openat2 ENOSYS; see executor/sandbox/ipcguard).
 //   - Placeholders show on the host while a command runs; git operations
 //     that write protected entries (git config, worktree add, submodule
 //     update, a checkout changing .vscode/ or AGENTS.md) fail at the

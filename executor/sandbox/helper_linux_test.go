@@ -33,6 +33,9 @@ const (
 	// helperGateHoldEnv=1 makes the helper never open a start gate, as a
 	// daemon killed before it could (see gate_linux.go).
 	helperGateHoldEnv = "DSH_SANDBOX_TEST_GATE_HOLD"
+	// helperLevelsEnv lists the levels (comma-separated) role "levels"
+	// runs its command at.
+	helperLevelsEnv = "DSH_SANDBOX_TEST_LEVELS"
 )
 
 func TestMain(m *testing.M) {
@@ -45,6 +48,8 @@ func TestMain(m *testing.M) {
 		helperSecrets()
 	case "unprivileged":
 		helperUnprivileged()
+	case "levels":
+		helperLevels()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown helper")
 		os.Exit(2)
@@ -118,6 +123,27 @@ func helperSecrets() {
 			helperFail(err)
 		}
 		fmt.Printf("%s %s\n", level, strings.Join(strings.Fields(string(res.Stdout)), " "))
+	}
+	_ = e.Shutdown(context.Background())
+	os.Exit(0)
+}
+
+// helperLevels runs the command once at each level of helperLevelsEnv,
+// in the subdirectory of the cwd named after the level, and prints a line
+// per run: "level exit N: output".
+func helperLevels() {
+	e := helperExecutor()
+	for _, level := range strings.Split(os.Getenv(helperLevelsEnv), ",") {
+		cwd := filepath.Join(os.Getenv(helperCwdEnv), level)
+		spec, err := e.Resolve(executor.Request{Command: os.Getenv(helperCmdEnv), SessionCwd: cwd, Level: executor.Level(level)})
+		if err != nil {
+			helperFail(err)
+		}
+		res, err := e.Run(context.Background(), spec, nil)
+		if err != nil {
+			helperFail(err)
+		}
+		fmt.Printf("%s exit %d: %q\n", level, res.ExitCode, res.Combined)
 	}
 	_ = e.Shutdown(context.Background())
 	os.Exit(0)

@@ -188,27 +188,42 @@ func TestNoFIFOWriteOrLinkWriteOut(t *testing.T) {
 	}
 }
 
-// BenchmarkGuardOverhead: a foreground `true` at workspace level, started
-// from the guard thread and (the guard taken away) from the spawn thread,
-// paired call by call; the median of the per-pair ratios is the guard's
-// cost per call.
+// BenchmarkGuardOverhead: a foreground `true` at workspace (the whole
+// guard) and at workspace-network (the links-only guard), and 500 files
+// written there (500 writing opens), started from the level's guard
+// thread and (the guards taken away) from the spawn thread, paired call
+// by call; the median of the per-pair ratios is the guard's cost per
+// call.
 func BenchmarkGuardOverhead(b *testing.B) {
 	requireBwrap(b)
+	for _, c := range []struct {
+		name    string
+		level   executor.Level
+		command string
+		pairs   int
+	}{
+		{"workspace", executor.LevelWorkspace, "true", 60},
+		{"workspace-network", executor.LevelWorkspaceNetwork, "true", 60},
+		{"workspace-network-500-writes", executor.LevelWorkspaceNetwork, "for i in $(seq 500); do echo x > f$i; done", 15},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchGuardOverhead(b, c.level, c.command, c.pairs) })
+	}
+}
+
+func benchGuardOverhead(b *testing.B, level executor.Level, command string, pairs int) {
 	ws := b.TempDir()
 	run := func(unguarded bool) func() error {
 		sp, err := NewSpawner(Config{Config: local.Config{StateDir: b.TempDir()}, Home: testHome(b)})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if unguarded {
-			sp.guard = nil
-		}
+		sp.guards.off = unguarded
 		e, err := engine.New(sp, engine.Config{StateDir: sp.stateDir})
 		if err != nil {
 			b.Fatal(err)
 		}
 		executortest.ShutDownAtEnd(b, e, 20*time.Second)
-		spec, err := e.Resolve(executor.Request{Command: "true", SessionCwd: ws, Level: executor.LevelWorkspace})
+		spec, err := e.Resolve(executor.Request{Command: command, SessionCwd: ws, Level: level})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -224,7 +239,7 @@ func BenchmarkGuardOverhead(b *testing.B) {
 	var tg, tp []time.Duration
 	var ratios []float64
 	b.ResetTimer()
-	for i := range max(b.N, 60) {
+	for i := range max(b.N, pairs) {
 		var dg, dp time.Duration
 		for k := range 2 {
 			f, d := guarded, &dg
@@ -244,7 +259,7 @@ func BenchmarkGuardOverhead(b *testing.B) {
 	b.ReportMetric(float64(mg.Microseconds()), "guarded-µs")
 	b.ReportMetric(float64(mp.Microseconds()), "unguarded-µs")
 	b.ReportMetric(ratio, "ratio")
-	b.Logf("a foreground `true` at workspace (%d pairs): guarded median %v, unguarded %v, median paired ratio %.3f", len(tg), mg, mp, ratio)
+	b.Logf("a foreground %.40q at %s (%d pairs): guarded median %v, unguarded %v, median paired ratio %.3f", command, level, len(tg), mg, mp, ratio)
 }
 
 func medianFloat(v []float64) float64 {

@@ -15,7 +15,6 @@ import (
 	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/executor/engine"
 	"github.com/dsh-acp/dsh-acp/executor/local"
-	"github.com/dsh-acp/dsh-acp/executor/sandbox/ipcguard"
 )
 
 // Config configures New: the local executor's settings plus the sandbox's.
@@ -91,7 +90,7 @@ func New(cfg Config) (*Executor, error) {
 // engine.Closer.
 type Spawner struct {
 	plain     *local.Spawner
-	guard     *ipcguard.Guard // the IPC guard of the levels without network (ipcguard.go)
+	guards    guards // the IPC guards of the confined levels (ipcguard.go)
 	bwrap     string
 	level     executor.Level // the default
 	home      string         // resolved; "" when there is none
@@ -148,12 +147,12 @@ func NewSpawner(cfg Config) (*Spawner, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	guard := newGuard(log)
-	plain, err := local.NewSpawner(local.SpawnerConfig{Limits: cfg.Limits, Logger: log, Guard: guard.Install})
+	guards := newGuards(log)
+	plain, err := local.NewSpawner(local.SpawnerConfig{Limits: cfg.Limits, Logger: log, Guards: guards.threads()})
 	if err != nil {
 		return nil, err
 	}
-	s := &Spawner{plain: plain, guard: guard, level: cfg.Level, log: log, root: os.Geteuid() == 0, protected: cfg.Protected}
+	s := &Spawner{plain: plain, guards: guards, level: cfg.Level, log: log, root: os.Geteuid() == 0, protected: cfg.Protected}
 	if s.protected == nil {
 		s.protected = DefaultProtected
 	}
@@ -247,9 +246,7 @@ func (s *Spawner) Unavailable() error {
 func (s *Spawner) Close() error {
 	s.probeOnce.Do(func() {}) // a probe under way ends first; none starts now
 	err := s.plain.Close()
-	if s.guard != nil {
-		s.guard.Close()
-	}
+	s.guards.close()
 	return err
 }
 

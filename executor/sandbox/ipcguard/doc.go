@@ -4,11 +4,12 @@
 // workspace), a path-bound Unix socket outside the command's private /tmp
 // cannot be connected to, whoever listens on it (a Docker socket under
 // $HOME, git's fsmonitor socket in the workspace, an agent's socket
-// anywhere the sandbox shows); a FIFO outside that /tmp, unless a
+// anywhere the sandbox shows), and a FIFO outside that /tmp, unless a
 // sandboxed command made it, cannot be opened for writing, whoever reads
-// it; and a write to a file with more than one
-// link (a workspace file hard-linked into pnpm's store outside it) goes to
-// a copy of its own, leaving the other links unchanged.
+// it; at every confined level (workspace-network too, with
+// Config.LinksOnly) a write to a file with more than one link (a
+// workspace file hard-linked into pnpm's store outside it) goes to a copy
+// of its own, leaving the other links unchanged.
 //
 // # Contract
 //
@@ -103,9 +104,12 @@
 // only the hard-link rule: its filter leaves sockets alone (connect,
 // socket, socketpair and socketcall are the kernel's) and its supervisor
 // lets a FIFO be opened for writing; io_uring stays refused (its opens
-// would pass the supervisor by). The launch path does not use it yet
-// (workspace-network starts from the unguarded spawn thread; see Known
-// limits).
+// would pass the supervisor by). Every other file rule above holds as
+// written: writing opens are made by the supervisor, procfs and sysfs
+// refuse them, /dev/tty is ENXIO, openat2 ENOSYS, and the bound on calls
+// answered at once applies (per Guard). executor/sandbox installs one on a
+// spawn thread of its own, beside the whole guard's, and starts
+// workspace-network's sandboxes from it.
 //
 // Because the check is made on the inode that is then connected, and the
 // address read once into the supervisor, nothing the caller's other threads
@@ -153,7 +157,12 @@
 // over three runs of 60 pairs (BenchmarkGuardOverhead in
 // executor/sandbox; the guarded path of a root daemon includes
 // unshare(1); the same benchmark on the commit before the file rules gave
-// 0.93–1.19 under the same load).
+// 0.93–1.19 under the same load). The LinksOnly guard at
+// workspace-network, the same way at load 8–11: `true`, 1.11, 0.95 and
+// 1.06 over three runs of 60 pairs (the whole guard at workspace in the
+// same runs: 1.13, 1.10, 1.02); 500 files written by one command (500
+// writing opens), 1.07, 0.83 and 0.98 over three runs of 15 pairs
+// (560–670 ms a call either way).
 //
 // A writing open costs a round trip to the daemon and about twenty system
 // calls there: open(O_WRONLY|O_CREAT|O_TRUNC)+close took 203–285 µs
@@ -203,17 +212,16 @@
 //     is let through. bubblewrap with --unshare-user --disable-userns
 //     --cap-drop ALL and no_new_privs keeps every command below that line;
 //     a launcher that does not would open the file rules to its commands.
-//   - workspace-network and off are not guarded: at workspace-network a
-//     write through a hard link reaches the other links, and a FIFO a host
-//     process reads can be written (the network is open anyway). Guarding
-//     hard links there needs a second filter, without the connect rules,
-//     on a second launch thread.
+//   - A LinksOnly guard (workspace-network) leaves the host's path
+//     sockets and FIFOs within reach: the network is open anyway. off is
+//     not guarded.
 //   - At most 256 calls (connects and opens) are answered at once, across
-//     all sandboxes (a connect, or an open of a FIFO on /tmp waiting for
-//     its reader, may block a daemon thread); one over that fails at once
-//     with EAGAIN [TestInflightBounded]. A command that floods connects to
-//     its own stuck listener can so make other sandboxes' calls fail for
-//     as long as it runs.
+//     all sandboxes of a Guard (a connect, or an open of a FIFO waiting
+//     for its reader, may block a daemon thread); one over that fails at
+//     once with EAGAIN [TestInflightBounded]. A command that floods
+//     connects to its own stuck listener (or, under a LinksOnly guard,
+//     opens of FIFOs nobody reads) can so make other sandboxes' calls
+//     fail for as long as it runs.
 //   - The supervisor connects with the daemon's credentials: a server on
 //     the sandbox's /tmp sees its client's SO_PEERCRED pid as 0 (the
 //     daemon is outside the sandbox's pid namespace) and its uid as the
