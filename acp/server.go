@@ -61,9 +61,10 @@ type Config struct {
 	Model    agent.ModelClient
 	Agent    agent.Config
 	Store    *replay.Store
-	// Changes opens the change store (internal/changes), once, on the
-	// first session: with it every session tracks what its commands do
-	// to its directory's files and offers /undo; nil tracks nothing.
+	// Changes opens the change store (internal/changes), once, on first
+	// use (a session's first look, after the reply that opened it): with
+	// it every session tracks what its commands do to its directory's
+	// files and offers /undo; nil tracks nothing.
 	Changes func() (*changes.Store, error)
 	Logger  *zap.Logger
 	// MaxLine caps one inbound JSON-RPC line (default rpc.DefaultMaxLine);
@@ -326,6 +327,7 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (resp 
 		return resp, sdk.NewInternalError(map[string]any{"error": "cannot create the session journal: " + err.Error()})
 	}
 	ss := s.newSession(id, filepath.Clean(p.Cwd), j)
+	ss.afterOpen(j.SyncSoon) // the journal's first fsync, off the reply's way
 	s.setRoots(ss, roots)
 	s.startMCP(ss, p.McpServers) // before a prompt can find the session
 	ss.startSandbox(nil, true)

@@ -128,8 +128,8 @@ func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
 	ss := &session{id: id, cwd: cwd, journal: j, updates: s.updates, log: s.log, catalog: s.catalog, window: s.cfg.Agent.ContextWindow,
 		sandboxes: s.sandbox, models: s.models, settled: make(chan struct{})}
 	reg := s.cfg.Tools
-	if store := s.changeStore(); store != nil {
-		ss.tracker = changes.NewTracker(changes.Options{Dir: s.runDir(cwd), Store: store, Session: id})
+	if s.tracksChanges() { // the store opens at the first look, after the reply
+		ss.tracker = changes.NewTracker(changes.Options{Dir: s.runDir(cwd), Open: s.openChangeStore, Session: id})
 		reg = tools.Tracked(reg, ss.tracker)
 	}
 	ss.box = mcp.NewToolbox(reg)
@@ -149,14 +149,23 @@ func (s *Server) newSession(id, cwd string, j *replay.Journal) *session {
 	return ss
 }
 
-// changeStore is the change store, opened on first use; nil when the
-// daemon tracks no changes (none configured, an executor on another
-// machine, or the store cannot be opened: logged once).
-func (s *Server) changeStore() *changes.Store {
+// tracksChanges reports whether sessions track their changes: a change
+// store is configured and commands run on this machine. It opens nothing.
+func (s *Server) tracksChanges() bool {
 	if s.cfg.Changes == nil {
-		return nil
+		return false
 	}
-	if _, remote := s.remote(); remote {
+	_, remote := s.remote()
+	return !remote
+}
+
+// changeStore is the change store, opened on first use — a session's
+// first look (its tracker's Open), a change card's diff, session/delete —
+// never on the way to the reply that opens a session; nil when the daemon
+// tracks no changes (none configured, an executor on another machine, or
+// the store cannot be opened: logged once).
+func (s *Server) changeStore() *changes.Store {
+	if !s.tracksChanges() {
 		return nil
 	}
 	st, err := s.cfg.Changes()
@@ -165,6 +174,31 @@ func (s *Server) changeStore() *changes.Store {
 		return nil
 	}
 	return st
+}
+
+// errChangesOff fails a tracker's looks when the change store cannot be
+// opened (changeStore logged why).
+var errChangesOff = errors.New("change tracking is off")
+
+// openChangeStore is a tracker's Options.Open.
+func (s *Server) openChangeStore() (*changes.Store, error) {
+	if st := s.changeStore(); st != nil {
+		return st, nil
+	}
+	return nil, errChangesOff
+}
+
+// storeContents is a presenter's change-card contents: the change store,
+// opened on the first card that diffs (a card with changes comes after a
+// look, which opened it).
+type storeContents struct{ s *Server }
+
+func (c storeContents) Get(hash string) ([]byte, error) {
+	st := c.s.changeStore()
+	if st == nil {
+		return nil, changes.ErrNotKept
+	}
+	return st.Get(hash)
 }
 
 // clientCaps is what the client can do.
@@ -180,8 +214,8 @@ func (s *Server) clientCaps() clientCaps {
 func (s *Server) presenter(id, cwd string, w *presentation.UpdateWriter, cards presentation.CardIntents, replay bool) *presentation.Presenter {
 	caps := s.clientCaps()
 	var contents presentation.Contents
-	if store := s.changeStore(); store != nil {
-		contents = store // a nil *Store must not become a non-nil interface
+	if s.tracksChanges() {
+		contents = storeContents{s}
 	}
 	return presentation.NewPresenter(presentation.PresenterOptions{
 		Contents: contents,

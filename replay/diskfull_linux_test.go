@@ -28,6 +28,8 @@ func fullDiskJournal(t *testing.T, id string) (*Store, *Journal, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { j.Close() })
+	// As the daemon does once its session/new reply is out.
+	j.SyncSoon()
 	eventually.True(t, 5e9, func() bool { // the syncer makes it after the header's fsync
 		fi, err := os.Stat(filepath.Join(state, "sessions", reserveName))
 		return err == nil && fi.Size() == reserveSize

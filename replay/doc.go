@@ -49,8 +49,9 @@
 // Each record is written with one write(2) of the whole line on an O_APPEND
 // descriptor (AppendAll writes several records' lines with one). The file
 // is fsynced when a turn ends (in the background; turns ending within 100
-// ms of the last fsync share the next one), on Sync and on Close, never per
-// record. A crash can therefore leave a torn last line (or a run of
+// ms of the last fsync share the next one), on SyncSoon (in the background:
+// a new session's journal, with its directory entry, once the session/new
+// reply is out), on Sync and on Close, never per record. A crash can therefore leave a torn last line (or a run of
 // NUL bytes), which OpenAppend cuts back to the last newline and which
 // readers skip with a warning. A writer holds flock(LOCK_EX) on its file for
 // its whole life; a second writer, in this or another process, gets ErrLocked.

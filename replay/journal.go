@@ -128,6 +128,17 @@ func (j *Journal) syncOnce() error {
 	return j.syncFile()
 }
 
+// syncPendingDir runs the directory fsync the syncer never ran (a journal
+// synced or closed before the syncer ran). Called with mu held.
+func (j *Journal) syncPendingDir() error {
+	dirSync := j.dirSync
+	j.dirSync = nil
+	if dirSync == nil {
+		return nil
+	}
+	return dirSync()
+}
+
 // ID is the session id.
 func (j *Journal) ID() string { return j.id }
 
@@ -256,10 +267,27 @@ func (j *Journal) writeOne(recs []wireRecord, sync bool) error {
 func (j *Journal) wrote(n int, sync bool) {
 	j.seq += uint64(n)
 	if sync {
-		select {
-		case j.syncReq <- struct{}{}:
-		default: // an fsync is already pending; it will cover these records
-		}
+		j.askSync()
+	}
+}
+
+// askSync asks the syncer for an fsync. Called with mu held, before Close.
+func (j *Journal) askSync() {
+	select {
+	case j.syncReq <- struct{}{}:
+	default: // an fsync is already pending; it will cover what was written
+	}
+}
+
+// SyncSoon asks the background syncer to make what was written durable —
+// for a new journal, its directory entry and header (see Store.Create) —
+// without waiting for it (at most one fsync per syncEvery, as for a turn
+// end). It does nothing after Close, which syncs itself.
+func (j *Journal) SyncSoon() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if !j.closed {
+		j.askSync()
 	}
 }
 
@@ -483,14 +511,15 @@ func (j *Journal) usable() error {
 	return j.broken
 }
 
-// Sync flushes the journal to stable storage.
+// Sync flushes the journal (and a new one's directory entry) to stable
+// storage.
 func (j *Journal) Sync() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.closed {
 		return ErrClosed
 	}
-	if err := j.f.Sync(); err != nil {
+	if err := errors.Join(j.syncPendingDir(), j.f.Sync()); err != nil {
 		return fmt.Errorf("sync journal %s: %w", j.id, err)
 	}
 	return nil
@@ -516,7 +545,7 @@ func (j *Journal) Close() error {
 	j.mu.Unlock()
 	<-j.syncDone // the syncer may need mu to record an error
 	j.mu.Lock()
-	serr := errors.Join(j.syncErr, j.syncFile())
+	serr := errors.Join(j.syncErr, j.syncPendingDir(), j.syncFile())
 	cerr := j.f.Close()
 	if err := errors.Join(lost, serr, cerr); err != nil {
 		return fmt.Errorf("close journal %s: %w", j.id, err)

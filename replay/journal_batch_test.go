@@ -108,6 +108,7 @@ func TestTurnEndsShareAnFsync(t *testing.T) {
 		return f.Sync()
 	}
 	j := mustCreate(t, s, "s1", "/w")
+	j.SyncSoon()
 	<-synced // the header's: nothing was synced for an interval, so at once
 	for range 20 {
 		mustAppend(t, j, event.TurnEnd{StopReason: event.EndTurn})
@@ -132,11 +133,49 @@ func TestTurnEndSyncedAfterInterval(t *testing.T) {
 	}
 	j := mustCreate(t, s, "s1", "/w")
 	defer j.Close()
+	j.SyncSoon()
 	<-synced
 	mustAppend(t, j, event.TurnEnd{StopReason: event.EndTurn})
 	select {
 	case <-synced:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the turn's end was not synced")
+	}
+}
+
+// Create writes the header but asks for no fsync (the daemon's session/new
+// reply must not compete with one): the file and directory are synced once
+// SyncSoon asks, or by Close when nothing asked.
+func TestCreateLeavesTheFsyncToSyncSoon(t *testing.T) {
+	for _, asked := range []bool{false, true} {
+		s, _ := newTestStore(t)
+		s.syncEvery = time.Hour
+		var files, dirs atomic.Int32
+		synced := make(chan struct{}, 100)
+		s.syncFile = func(f *os.File) error {
+			files.Add(1)
+			synced <- struct{}{}
+			return f.Sync()
+		}
+		j := mustCreate(t, s, "s1", "/w")
+		j.mu.Lock()
+		dirSync := j.dirSync
+		j.dirSync = func() error { dirs.Add(1); return dirSync() }
+		j.mu.Unlock()
+		if l, err := s.Load("s1"); err != nil || l.Header.ID != "s1" {
+			t.Fatalf("the journal before any fsync: %v", err)
+		}
+		want := int32(1) // Close's
+		if asked {
+			j.SyncSoon()
+			<-synced
+			want++
+		}
+		if err := j.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if f, d := files.Load(), dirs.Load(); f != want || d != 1 {
+			t.Errorf("SyncSoon asked %v: %d file fsyncs (want %d) and %d directory fsyncs (want 1)", asked, f, want, d)
+		}
 	}
 }

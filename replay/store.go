@@ -93,8 +93,12 @@ func (s *Store) Close() error { return s.root.Close() }
 
 // Create starts the journal of a new session: it creates the file (0600,
 // failing with an error wrapping fs.ErrExist when it exists), locks it and
-// writes the session header. The fsync of the file and of the directory runs
-// in the journal's background syncer, off the session/new response path; a
+// writes the session header (write(2): a daemon killed after Create
+// returned leaves a journal that Load and OpenAppend find). Create does not
+// fsync: the fsync of the directory entry and of the file runs in the
+// journal's background syncer once the caller asks for it with SyncSoon
+// (the daemon does so once its session/new reply is out, so the fsync never
+// competes with the reply), else with the first turn end, Sync or Close. A
 // failure of it is returned by the next Append or Close.
 func (s *Store) Create(id, cwd, daemonVersion string) (*Journal, error) {
 	if err := ValidID(id); err != nil {
@@ -115,7 +119,7 @@ func (s *Store) Create(id, cwd, daemonVersion string) (*Journal, error) {
 	j.mu.Lock()
 	j.dirSync = s.syncDir
 	j.mu.Unlock()
-	if err := j.write([]wireRecord{h}, true); err != nil {
+	if err := j.write([]wireRecord{h}, false); err != nil {
 		j.Close()
 		s.root.Remove(name)
 		return nil, err

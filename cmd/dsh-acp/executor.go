@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sync"
 
 	"go.uber.org/zap"
 
@@ -40,7 +41,7 @@ func newExecutor(cfg config, secrets []string, log *zap.Logger) (executor.Execut
 		l := newLazyExecutor(func() (localExecutor, error) {
 			return sandbox.New(sandbox.Config{Config: limits, Level: cfg.Sandbox})
 		}, log)
-		l.expect = func() ([]executor.Level, executor.Level) { return expectedLevels(cfg.Sandbox) }
+		l.expect = sync.OnceValues(func() ([]executor.Level, executor.Level) { return expectedLevels(cfg.Sandbox) })
 		return l, nil
 	}
 	log.Info("commands run over ssh", zap.String("target", cfg.SSHTarget.String()))
@@ -58,7 +59,9 @@ func newExecutor(cfg config, secrets []string, log *zap.Logger) (executor.Execut
 
 // expectedLevels guesses what the local executor will offer, without the
 // sandbox probe: every level where bubblewrap is on PATH (the default then
-// workspace, or the level asked for), else off alone.
+// workspace, or the level asked for), else off alone. It walks PATH: the
+// daemon asks once (newExecutor caches the answer), since the first
+// session/new asks for both the levels and the default.
 func expectedLevels(asked executor.Level) ([]executor.Level, executor.Level) {
 	levels, def := executor.AllLevels(), executor.LevelWorkspace
 	if _, err := exec.LookPath("bwrap"); err != nil {

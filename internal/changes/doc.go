@@ -16,7 +16,7 @@
 //
 // Wiring, per session (acp):
 //
-//	tr := changes.NewTracker(changes.Options{Dir: cwd, Store: store}) // store: one per daemon, OpenStore(stateDir, 0)
+//	tr := changes.NewTracker(changes.Options{Dir: cwd, Open: open}) // open: one store per daemon, OpenStore(stateDir, 0) once, at the first look
 //	box := mcp.NewToolbox(tools.Tracked(registry, tr))
 //	fan := fanout{title, journal, presenter}                          // presenter: PresenterOptions.Contents = store
 //	tr.SetSink(fan)

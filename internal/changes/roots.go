@@ -37,11 +37,17 @@ func (t *Tracker) newRoot(dir string, extra bool, exclude []string) *root {
 		ignore: &ignorer{sets: map[string]*ignoreSet{}}, exclude: map[string]bool{}, noWatch: o.NoWatch, stop: &t.stopping,
 		record: o.Session != "" && o.Store != nil}
 	for _, x := range exclude {
-		if rel, err := filepath.Rel(dir, x); err == nil && rel != "." && filepath.IsLocal(rel) {
-			sc.exclude[filepath.ToSlash(rel)] = true
-		}
+		sc.excludePath(x)
 	}
 	return &root{dir: dir, extra: extra, sc: sc}
+}
+
+// excludePath keeps the scan out of the absolute path x when it lies
+// under the scanner's root.
+func (sc *scanner) excludePath(x string) {
+	if rel, err := filepath.Rel(sc.root, x); err == nil && rel != "." && filepath.IsLocal(rel) {
+		sc.exclude[filepath.ToSlash(rel)] = true
+	}
 }
 
 // look brings the root's base up to date and returns what changed since,
@@ -112,7 +118,7 @@ func (t *Tracker) SetRoots(dirs []string) {
 func (t *Tracker) settleRoots() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
+	if t.closed || t.openStore() != nil {
 		return
 	}
 	t.syncRoots()
@@ -193,6 +199,9 @@ func within(dir, parent string) bool {
 // ok is false when no root could be looked at (err says why); a root
 // that could not is marked stale.
 func (t *Tracker) lookAll() (cs []event.FileChange, ok bool, err error) {
+	if err := t.openStore(); err != nil {
+		return nil, false, err
+	}
 	t.syncRoots()
 	release := t.hold()
 	defer release()

@@ -3,6 +3,7 @@ package changes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,15 @@ type Options struct {
 	Dir string
 	// Store keeps the contents (shared by the daemon's sessions).
 	Store *Store
+	// Open, when Store is nil, opens the store at the tracker's first look
+	// instead of before: a session opened on it does not wait for the
+	// store's directories, its packs' listing or its age sweep (the first
+	// look runs after the reply that opened the session; see Prime). An
+	// error it returns fails that look and every later one, as a tree that
+	// cannot be looked at does (commands run untracked); the tracker calls
+	// it again at each look until it succeeds, so it should remember its
+	// answer (sync.OnceValues).
+	Open func() (*Store, error)
 	// Sink receives the FileChanges events (the session's sink: journal,
 	// then presenter). It is called without the tracker's locks held.
 	Sink event.Sink
@@ -117,6 +127,25 @@ func NewTracker(opt Options) *Tracker {
 		held: map[string]event.FileChanges{}, hist: history{known: map[string]int{}}}
 	t.roots = []*root{t.newRoot(opt.Dir, false, opt.Exclude)}
 	return t
+}
+
+// openStore opens the store through Options.Open, once it succeeds, and
+// gives it to the roots made before. t.mu is held (every look takes it).
+func (t *Tracker) openStore() error {
+	if t.opt.Store != nil || t.opt.Open == nil {
+		return nil
+	}
+	st, err := t.opt.Open()
+	if err != nil {
+		return fmt.Errorf("open the change store: %w", err)
+	}
+	t.opt.Store = st
+	t.opt.Exclude = append(t.opt.Exclude, filepath.Dir(st.dir))
+	for _, r := range t.roots {
+		r.sc.store, r.sc.record = st, t.opt.Session != ""
+		r.sc.excludePath(filepath.Dir(st.dir))
+	}
+	return nil
 }
 
 // SetSink sets Options.Sink, for a caller whose sink is built after the

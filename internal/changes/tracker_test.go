@@ -400,3 +400,56 @@ func TestStateDirInsideIsExcluded(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// A tracker given Options.Open opens the store at its first look, not when
+// it is made (a session's reply does not wait for the store); a failed
+// open fails the look (the command runs untracked) and is tried again at
+// the next; the store's state dir inside the tree stays excluded, and the
+// contents go to the store opened late.
+func TestStoreOpenedAtTheFirstLook(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, ".dsh-state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	opens, fail := 0, true
+	var st *Store
+	tr := NewTracker(Options{Dir: dir, Session: "s1", Open: func() (*Store, error) {
+		opens++
+		if fail {
+			return nil, fmt.Errorf("planted failure")
+		}
+		var err error
+		st, err = OpenStore(state, 0)
+		return st, err
+	}})
+	defer tr.Close()
+	defer func() {
+		if st != nil {
+			st.Close()
+		}
+	}()
+	if _, err := os.Stat(filepath.Join(state, StoreDir)); opens != 0 || err == nil {
+		t.Fatalf("NewTracker opened the store (%d opens, store dir there: %v)", opens, err == nil)
+	}
+	if err := tr.Begin(context.Background()); err == nil || !strings.Contains(err.Error(), "planted failure") {
+		t.Fatalf("Begin with a store that cannot open: %v, want the open's error", err)
+	}
+	fail = false
+	if err := tr.Begin(context.Background()); err != nil {
+		t.Fatalf("Begin once the store opens: %v", err)
+	}
+	os.WriteFile(filepath.Join(state, "journal.jsonl"), []byte("{}\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("late"), 0o644)
+	ev, _ := tr.End("c")
+	if got := summary(ev); got != "created a.txt" || len(ev.Files) != 1 {
+		t.Fatalf("got %q", got)
+	}
+	if b, err := st.Get(ev.Files[0].New); err != nil || string(b) != "late" {
+		t.Errorf("the content in the store opened late: %q, %v", b, err)
+	}
+	before := opens
+	if _, ok := (&fixture{t: t, dir: dir, tr: tr}).run("c2", "echo again > a.txt"); !ok || opens != before {
+		t.Errorf("a later command: change %v, %d more opens (want a change and none: the store stays open)", ok, opens-before)
+	}
+}

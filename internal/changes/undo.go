@@ -125,6 +125,9 @@ func (t *Tracker) undo(targets []event.FileChanges) (event.FileChanges, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	_ = t.refresh() // what happened before the undo stays out of it
+	if err := t.openStore(); err != nil {
+		return event.FileChanges{}, err // the contents to put back are in the store
+	}
 	u := undoer{locate: t.locate, opened: map[*root]*os.Root{}, store: t.opt.Store, maxKept: t.opt.MaxKept}
 	defer u.close()
 	ev := event.FileChanges{ID: "undo-" + randomSuffix(), Dir: t.opt.Dir}
