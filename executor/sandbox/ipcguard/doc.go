@@ -164,6 +164,17 @@
 // writing opens), 1.07, 0.83 and 0.98 over three runs of 15 pairs
 // (560–670 ms a call either way).
 //
+// Measured again on the quiet machine (load below 1) once everything had
+// landed, the same benchmarks tell a clearer story than the loaded runs
+// above: a sandboxed foreground `true` guarded / unguarded 1.20–1.23 over
+// four runs of 60 pairs, at workspace and at workspace-network alike
+// (27–28 ms against 22.6–23.0 ms: the 12 set-up notifications cost about
+// 4.5 ms a call); one command writing 500 files, 2.57–2.63 (241–248 ms
+// against 94–97 ms: about 0.3 ms a writing open). The set-up
+// notifications are the cost to take out next (a capget(2) instead of the
+// /proc read, no pidfd for a CONTINUE, or a filter bubblewrap's set-up
+// never meets); a build that writes many files pays the per-open figure.
+//
 // A writing open costs a round trip to the daemon and about twenty system
 // calls there: open(O_WRONLY|O_CREAT|O_TRUNC)+close took 203–285 µs
 // guarded, 17–19 µs plain (BenchmarkWriteOpen, medians of 500 pairs,
