@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // callKind is what a notified system call is.
@@ -78,6 +80,17 @@ func (c *caller) identity() string {
 		b.WriteString(strconv.FormatUint(uint64(g), 10) + ",")
 	}
 	return b.String()
+}
+
+// effectiveCaps returns thread tid's effective capabilities (as its own
+// user namespace grants them), or 0 when they cannot be read.
+func effectiveCaps(tid int) uint64 {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3, Pid: int32(tid)}
+	var data [2]unix.CapUserData
+	if unix.Capget(&hdr, &data[0]) != nil {
+		return 0
+	}
+	return uint64(data[0].Effective) | uint64(data[1].Effective)<<32
 }
 
 // readCaller reads thread tid's status.

@@ -145,8 +145,8 @@
 // command meets the supervisor only when it connects or opens a file for
 // writing. `bwrap … bash -c true` makes 13 notifications: 12 are
 // bubblewrap's own set-up writes (uid_map, setgroups, gid_map, mount
-// points, max_user_namespaces), answered CONTINUE after one read of
-// /proc/<tid>/status, and one is bash's open of /dev/tty. Measured paired
+// points, max_user_namespaces), answered CONTINUE after one capget(2)
+// of the caller, and one is bash's open of /dev/tty. Measured paired
 // on a loaded 2-core machine (load 16–20): a bare bwrap … bash -c true from
 // the guarded thread / a plain one, median ratio 0.85–1.005 over three runs
 // of 50 pairs (BenchmarkSandboxStart: within noise); the whole filter /
@@ -171,9 +171,12 @@
 // (27–28 ms against 22.6–23.0 ms: the 12 set-up notifications cost about
 // 4.5 ms a call); one command writing 500 files, 2.57–2.63 (241–248 ms
 // against 94–97 ms: about 0.3 ms a writing open). The set-up
-// notifications are the cost to take out next (a capget(2) instead of the
-// /proc read, no pidfd for a CONTINUE, or a filter bubblewrap's set-up
-// never meets); a build that writes many files pays the per-open figure.
+// notifications are the cost to take out next: answering them after a
+// capget(2) instead of a pidfd and a /proc read brought the per-call ratio
+// to 1.17–1.20 (two runs of 60 pairs, against 1.23–1.24 just before); the
+// rest is the round trips themselves, which only a filter bubblewrap's
+// set-up never meets would remove. A build that writes many files pays
+// the per-open figure.
 //
 // A writing open costs a round trip to the daemon and about twenty system
 // calls there: open(O_WRONLY|O_CREAT|O_TRUNC)+close took 203–285 µs

@@ -37,6 +37,19 @@ func (o *openCall) writes() bool {
 
 // answerOpen decides and answers one notified open, creat or truncate.
 func (g *Guard) answerOpen(n notif) {
+	if effectiveCaps(int(n.Pid)) != 0 {
+		// A launcher setting the sandbox up (see below): one capget(2)
+		// instead of a pidfd and a read of /proc/<tid>/status, since
+		// bubblewrap's set-up makes a dozen of these per command. The
+		// notification still pending afterwards means the tid named the
+		// caller when its capabilities were read.
+		if !g.idValid(n.ID) {
+			g.send(n.ID, unix.ESRCH)
+			return
+		}
+		g.sendContinue(n.ID)
+		return
+	}
 	pidfd, err := openThread(int(n.Pid))
 	if err != nil {
 		g.send(n.ID, errnoOf(err))
