@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/dsh-acp/dsh-acp/internal/acptest"
 )
 
 // TestFirstSessionNewPath traces (strace -f, every thread) a daemon's
@@ -22,19 +20,8 @@ import (
 // walked for bwrap at most once (the daemon's guess of its levels is
 // cached).
 func TestFirstSessionNewPath(t *testing.T) {
-	strace, err := exec.LookPath("strace")
-	if err != nil {
-		skipOrFail(t, "strace is not installed: %v", err)
-	}
-	bin := acptest.BuildBinary(t)
-	state, trace := t.TempDir(), filepath.Join(t.TempDir(), "trace")
-	args := []string{"-f", "-qq", "-s", "512", "-e", "trace=%file,read,write,flock,fsync,fdatasync,sync_file_range", "-o", trace, bin}
-	a := acptest.Start(t, strace, args, []string{"DSH_STATE_DIR=" + state, "DSH_API_KEY=", "DEEPSEEK_API_KEY=",
-		"DSH_LOG_LEVEL=error", "DSH_SANDBOX="})
-	if err := a.Call(ctxT(t), "initialize", acptest.InitializeParams(acptest.ZedCapabilities()), nil); err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
-	d := &daemon{Agent: a, t: t, stateDir: state}
+	d, trace := startTraced(t, 512, "trace=%file,read,write,flock,fsync,fdatasync,sync_file_range", "DSH_SANDBOX=")
+	a := d.Agent
 	sid := d.newSession(t.TempDir())
 	a.CloseStdin()
 	if err := a.Wait(ctxT(t)); err != nil {
@@ -55,7 +42,7 @@ func TestFirstSessionNewPath(t *testing.T) {
 			header = true
 		case strings.Contains(l, "fsync(") || strings.Contains(l, "fdatasync(") || strings.Contains(l, "sync_file_range("):
 			t.Errorf("an fsync on the way to the reply: %s", l)
-		case strings.Contains(l, filepath.Join(state, "changes")) || strings.Contains(l, `"objects"`) || strings.Contains(l, `"packs"`):
+		case strings.Contains(l, filepath.Join(d.stateDir, "changes")) || strings.Contains(l, `"objects"`) || strings.Contains(l, `"packs"`):
 			t.Errorf("the change store is opened on the way to the reply: %s", l)
 		case strings.Contains(l, `"`+walkEnd+`"`) && !strings.Contains(l, "access"):
 			walks++

@@ -6,11 +6,32 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
 )
+
+// startTraced starts the daemon under `strace -f` (strings up to size
+// bytes, the calls filter names), initialized as Zed, with no key and the
+// sandbox set by sandboxEnv; it returns the daemon and the trace's path.
+func startTraced(t *testing.T, size int, filter, sandboxEnv string) (*daemon, string) {
+	t.Helper()
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		skipOrFail(t, "strace is not installed: %v", err)
+	}
+	bin := acptest.BuildBinary(t)
+	state, trace := t.TempDir(), filepath.Join(t.TempDir(), "trace")
+	args := []string{"-f", "-qq", "-s", strconv.Itoa(size), "-e", filter, "-o", trace, bin}
+	a := acptest.Start(t, strace, args, []string{"DSH_STATE_DIR=" + state, "DSH_API_KEY=", "DEEPSEEK_API_KEY=",
+		"DSH_LOG_LEVEL=error", sandboxEnv})
+	if err := a.Call(ctxT(t), "initialize", acptest.InitializeParams(acptest.ZedCapabilities()), nil); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	return &daemon{Agent: a, t: t, stateDir: state}, trace
+}
 
 // traceLine is one line of `strace -f -o`: the pid, then the call.
 var traceLine = regexp.MustCompile(`^\d+\s+(\w+)\((\d+)?`)
@@ -23,19 +44,8 @@ var traceLine = regexp.MustCompile(`^\d+\s+(\w+)\((\d+)?`)
 // so a trace cannot tell one on the response path from a background one of
 // the turn before; replay's tests hold them to the background.)
 func TestBangTurnJournalWrites(t *testing.T) {
-	strace, err := exec.LookPath("strace")
-	if err != nil {
-		skipOrFail(t, "strace is not installed: %v", err)
-	}
-	bin := acptest.BuildBinary(t)
-	state, trace := t.TempDir(), filepath.Join(t.TempDir(), "trace")
-	args := []string{"-f", "-qq", "-s", "4096", "-e", "trace=openat,write", "-o", trace, bin}
-	a := acptest.Start(t, strace, args, []string{"DSH_STATE_DIR=" + state, "DSH_API_KEY=", "DEEPSEEK_API_KEY=",
-		"DSH_LOG_LEVEL=error", "DSH_SANDBOX=off"})
-	if err := a.Call(ctxT(t), "initialize", acptest.InitializeParams(acptest.ZedCapabilities()), nil); err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
-	d := &daemon{Agent: a, t: t, stateDir: state}
+	d, trace := startTraced(t, 4096, "trace=openat,write", "DSH_SANDBOX=off")
+	a := d.Agent
 	sid := d.newSession(t.TempDir())
 	const marker = "percall-marker"
 	for _, cmd := range []string{"!true", "!true # " + marker} {
