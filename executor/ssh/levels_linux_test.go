@@ -12,23 +12,33 @@ import (
 	"github.com/dsh-acp/dsh-acp/internal/sshdtest"
 )
 
-// TestRemoteLevels: on a host with bubblewrap the confined levels confine
-// remote commands as they do local ones — the kernel refuses a write
-// outside the workspace, the workspace is writable at workspace and not at
-// read-only, a credential where the host's DOCKER_CONFIG points is hidden,
-// git's config stays read-only — while off runs as before.
-func TestRemoteLevels(t *testing.T) {
+// remoteSandboxRoot checks the host's bubblewrap runs (skipping with the
+// reason, or failing under CI=true) and returns a fresh directory for the
+// test's tree under /var/tmp (not /tmp: a sandbox's /tmp is private),
+// removed at the end.
+func remoteSandboxRoot(t *testing.T, prefix string) string {
+	t.Helper()
 	if err := exec.Command("bwrap", "--ro-bind", "/", "/", "true").Run(); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("CI=true and bubblewrap cannot run here: %v", err)
 		}
 		t.Skipf("bubblewrap cannot run here: %v", err)
 	}
-	root, err := os.MkdirTemp("/var/tmp", "dsh-ssh-levels-") // not /tmp: private in a sandbox
+	root, err := os.MkdirTemp("/var/tmp", prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
+	return root
+}
+
+// TestRemoteLevels: on a host with bubblewrap the confined levels confine
+// remote commands as they do local ones — the kernel refuses a write
+// outside the workspace, the workspace is writable at workspace and not at
+// read-only, a credential where the host's DOCKER_CONFIG points is hidden,
+// git's config stays read-only — while off runs as before.
+func TestRemoteLevels(t *testing.T) {
+	root := remoteSandboxRoot(t, "dsh-ssh-levels-")
 	ws, sibling, docker := filepath.Join(root, "ws"), filepath.Join(root, "sibling"), filepath.Join(root, "docker")
 	for _, d := range []string{filepath.Join(ws, ".git"), sibling, docker} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

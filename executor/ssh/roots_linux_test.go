@@ -3,7 +3,6 @@ package ssh
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,17 +18,7 @@ import (
 // additional directory is not writable; one missing on the host is
 // refused with status 126 and a line saying so, and nothing runs.
 func TestRemoteAdditionalDirectories(t *testing.T) {
-	if err := exec.Command("bwrap", "--ro-bind", "/", "/", "true").Run(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and bubblewrap cannot run here: %v", err)
-		}
-		t.Skipf("bubblewrap cannot run here: %v", err)
-	}
-	root, err := os.MkdirTemp("/var/tmp", "dsh-ssh-roots-") // not /tmp: private in a sandbox
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
+	root := remoteSandboxRoot(t, "dsh-ssh-roots-")
 	ws, second, other := filepath.Join(root, "ws"), filepath.Join(root, "second"), filepath.Join(root, "other")
 	for _, d := range []string{ws, filepath.Join(second, ".git"), other} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
