@@ -2,7 +2,6 @@ package acp_test
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dsh-acp/dsh-acp/executor/executortest"
 	"github.com/dsh-acp/dsh-acp/internal/acptest"
 	"github.com/dsh-acp/dsh-acp/internal/llm/llmtest"
 )
@@ -67,7 +67,7 @@ func wrapperAsUser(t *testing.T) string {
 			return
 		}
 		bin := filepath.Join(dir, "dsh-acp")
-		if u.err = copyExec(daemonBinary(t), bin); u.err != nil {
+		if u.err = executortest.CopyExecutable(daemonBinary(t), bin); u.err != nil {
 			return
 		}
 		wrapper := filepath.Join(dir, "as-user")
@@ -79,23 +79,6 @@ func wrapperAsUser(t *testing.T) string {
 		t.Fatalf("the unprivileged daemon: %v", u.err)
 	}
 	return u.path
-}
-
-func copyExec(from, to string) error {
-	src, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		dst.Close()
-		return err
-	}
-	return dst.Close()
 }
 
 // newAttackTree makes the tree, owned by the daemon's user.

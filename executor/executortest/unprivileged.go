@@ -38,7 +38,7 @@ func asUnprivileged(t *testing.T) bool {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, filepath.Base(os.Args[0]))
-	if err := copyExecutable(os.Args[0], bin); err != nil {
+	if err := CopyExecutable(os.Args[0], bin); err != nil {
 		t.Fatal(err)
 	}
 	parts := strings.Split(t.Name(), "/")
@@ -64,7 +64,10 @@ func asUnprivileged(t *testing.T) bool {
 	return true
 }
 
-func copyExecutable(from, to string) error {
+// CopyExecutable copies the program at from to a new file to (mode 0755,
+// which must not exist yet): a copy any user may run, e.g. out of a
+// directory only root can enter.
+func CopyExecutable(from, to string) error {
 	src, err := os.Open(from)
 	if err != nil {
 		return err
