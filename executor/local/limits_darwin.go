@@ -23,12 +23,13 @@ type limiter struct{}
 // commandCgroup is empty on darwin (there are no cgroups).
 type commandCgroup struct{}
 
-func newLimiter(Limits, *zap.Logger) (*limiter, error) { return nil, errNoLimits }
-func (*limiter) take() (*commandCgroup, error)         { return nil, errNoLimits }
-func (*limiter) prepare()                              {}
-func (*limiter) enterGuard(*commandCgroup) error       { return nil }
-func (*limiter) leaveGuard()                           {}
-func (*limiter) close()                                {}
-func (*commandCgroup) apply(*syscall.SysProcAttr)      {}
-func (*commandCgroup) finish() bool                    { return false }
-func (*commandCgroup) remove()                         {}
+func newLimiter(Limits, *zap.Logger) (*limiter, error)          { return nil, errNoLimits }
+func (*limiter) take() (*commandCgroup, error)                  { return nil, errNoLimits }
+func (*limiter) prepare()                                       {}
+func (*limiter) takeIn(**commandCgroup) (*commandCgroup, error) { return nil, errNoLimits }
+func (*limiter) prepareIn(**commandCgroup)                      {}
+func (*limiter) dropIn(**commandCgroup)                         {}
+func (*limiter) close()                                         {}
+func (*commandCgroup) apply(*syscall.SysProcAttr)               {}
+func (*commandCgroup) finish() bool                             { return false }
+func (*commandCgroup) remove()                                  {}

@@ -349,12 +349,21 @@ func (c *commandCgroup) apply(attr *syscall.SysProcAttr) {
 	}
 }
 
-// take returns the cgroup for the next command: the one prepared after
-// the previous fork (the spawn thread already in it, on v1), or a new one.
-// It runs on the spawn thread.
-func (l *limiter) take() (*commandCgroup, error) {
-	if c := l.ready; c != nil {
-		l.ready = nil
+// take returns the cgroup for the spawn thread's next command: the one
+// prepared after the previous fork (the thread already in it, on v1), or a
+// new one. It runs on the spawn thread.
+func (l *limiter) take() (*commandCgroup, error) { return l.takeIn(&l.ready) }
+
+// prepare makes the spawn thread's next cgroup ahead of time, off the path
+// of a spawn; on v1 it moves the thread into it, so the next child is born
+// there. It runs on the spawn thread, after a fork.
+func (l *limiter) prepare() { l.prepareIn(&l.ready) }
+
+// takeIn is take for the thread whose prepared cgroup is *slot (the spawn
+// thread's, or a guard thread's: see Guard.start). It runs on that thread.
+func (l *limiter) takeIn(slot **commandCgroup) (*commandCgroup, error) {
+	if c := *slot; c != nil {
+		*slot = nil
 		return c, nil
 	}
 	c, err := l.create()
@@ -368,11 +377,11 @@ func (l *limiter) take() (*commandCgroup, error) {
 	return c, nil
 }
 
-// prepare makes the next command's cgroup ahead of time, off the path of
-// a spawn; on v1 it moves the spawn thread into it, so the next child is
-// born there. It runs on the spawn thread, after a fork.
-func (l *limiter) prepare() {
-	if l.ready != nil {
+// prepareIn is prepare for the thread whose prepared cgroup is *slot.
+// Moving a task between v1 cgroups may wait for an RCU grace period
+// (milliseconds), which is why it is done here, off the start's path.
+func (l *limiter) prepareIn(slot **commandCgroup) {
+	if *slot != nil {
 		return
 	}
 	c, err := l.create()
@@ -382,20 +391,25 @@ func (l *limiter) prepare() {
 		return
 	}
 	if err := l.enter(c); err != nil {
-		l.log.Warn("cannot move the spawn thread into a command cgroup", zap.Error(err))
+		l.log.Warn("cannot move a spawning thread into a command cgroup", zap.Error(err))
 		c.remove()
 		l.leave()
 		return
 	}
-	l.ready = c
+	*slot = c
 }
 
-// enterGuard and leaveGuard move the guard thread into c for a fork and
-// back out (v1; nothing to do on v2, where the child is born in c).
-func (l *limiter) enterGuard(c *commandCgroup) error { return l.enter(c) }
-func (l *limiter) leaveGuard()                       { l.leave() }
+// dropIn moves the calling thread out of the cgroup *slot holds and
+// removes it: a guard thread's last act.
+func (l *limiter) dropIn(slot **commandCgroup) {
+	if c := *slot; c != nil {
+		*slot = nil
+		l.leave()
+		c.remove()
+	}
+}
 
-// enter moves the spawn thread into c (v1; nothing to do on v2).
+// enter moves the calling thread into c (v1; nothing to do on v2).
 func (l *limiter) enter(c *commandCgroup) error {
 	if l.v2 {
 		return nil
@@ -403,8 +417,8 @@ func (l *limiter) enter(c *commandCgroup) error {
 	return os.WriteFile(filepath.Join(c.dir, "tasks"), []byte(strconv.Itoa(unix.Gettid())), 0)
 }
 
-// leave moves the spawn thread back to the daemon's commands cgroup (v1),
-// so a command cgroup it left can be removed.
+// leave moves the calling thread back to the daemon's commands cgroup
+// (v1), so a command cgroup it left can be removed.
 func (l *limiter) leave() {
 	if !l.v2 {
 		_ = os.WriteFile(filepath.Join(l.home, "tasks"), []byte(strconv.Itoa(unix.Gettid())), 0)

@@ -266,29 +266,27 @@ func (s *Spawner) Start(l *Launch) (_ *Process, err error) {
 	pa.Sys = attr
 	var cg *commandCgroup
 	var proc *os.Process
-	err = s.onThread(func() (err error) {
-		if s.limits != nil {
-			if cg, err = s.limits.take(); err != nil {
-				s.log.Warn("command runs without a process limit", zap.Error(err))
-				cg = nil
-			} else {
-				cg.apply(attr)
+	if l.Guard != nil {
+		proc, cg, err = s.startGuarded(l, pa)
+	} else {
+		err = s.onThread(func() (err error) {
+			if s.limits != nil {
+				var cgErr error
+				if cg, cgErr = s.limits.take(); cgErr != nil {
+					s.log.Warn("command runs without a process limit", zap.Error(cgErr))
+					cg = nil
+				} else {
+					cg.apply(attr)
+				}
 			}
-		}
-		switch {
-		case l.Guard != nil && !slices.Contains(s.guards, l.Guard):
-			err = errNoGuard
-		case l.Guard != nil:
-			proc, err = l.Guard.start(l.Path, l.Args, pa, s.limits, cg)
-		default:
 			proc, err = os.StartProcess(l.Path, l.Args, pa)
-		}
-		return err
-	}, func() {
-		if s.limits != nil {
-			s.limits.prepare()
-		}
-	})
+			return err
+		}, func() {
+			if s.limits != nil {
+				s.limits.prepare()
+			}
+		})
+	}
 	// The child has its copies now (or never will).
 	outW.Close()
 	errW.Close()
@@ -321,6 +319,24 @@ func (s *Spawner) Start(l *Launch) (_ *Process, err error) {
 		}()
 	}
 	return p, nil
+}
+
+// startGuarded starts l from its guard thread (straight from the caller:
+// the spawn thread has no part in it), in the cgroup that thread prepared.
+func (s *Spawner) startGuarded(l *Launch, pa *os.ProcAttr) (*os.Process, *commandCgroup, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock() // Close ends the guard threads only after every start
+	switch {
+	case s.closed:
+		return nil, nil, ErrSpawnerClosed
+	case !slices.Contains(s.guards, l.Guard):
+		return nil, nil, errNoGuard
+	}
+	proc, cg, cgErr, err := l.Guard.start(l.Path, l.Args, pa, s.limits)
+	if cgErr != nil {
+		s.log.Warn("command runs without a process limit", zap.Error(cgErr))
+	}
+	return proc, cg, err
 }
 
 // onThread runs start on the spawn thread and returns its error; then,
