@@ -36,6 +36,14 @@ type abi struct {
 // every architecture Linux supports here.
 const writeFlags = unix.O_WRONLY | unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC
 
+// exclusive are the flags of an exclusive create, which the kernel makes
+// only where the name is free (a symlink there included): a new file,
+// with one link, which is no FIFO, made through the caller's own mounts
+// with its own credentials. It never leaves the kernel: the supervisor
+// would decide nothing the kernel does not (git makes every object and
+// lock file so).
+const exclusive = unix.O_CREAT | unix.O_EXCL
+
 // seccomp_data offsets (little-endian: an argument's low half comes first).
 const (
 	offNr   = 0
@@ -140,12 +148,17 @@ func program(abis []abi, r rules) ([]unix.SockFilter, error) {
 		p.label(next)
 	}
 	p.ret(retErrno(unix.ENOSYS)) // an ABI not listed
-	p.label("flags1")
-	p.load(offArg1)
-	p.jump(unix.BPF_JSET, writeFlags, "notify", "allow")
-	p.label("flags2")
-	p.load(offArg2)
-	p.jump(unix.BPF_JSET, writeFlags, "notify", "allow")
+	for _, f := range []struct {
+		label string
+		off   uint32
+	}{{"flags1", offArg1}, {"flags2", offArg2}} {
+		p.label(f.label)
+		p.load(f.off)
+		p.op(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, exclusive)
+		p.jump(unix.BPF_JEQ, exclusive, "allow", "")
+		p.load(f.off)
+		p.jump(unix.BPF_JSET, writeFlags, "notify", "allow")
+	}
 	p.label("fifo1")
 	p.load(offArg1)
 	p.op(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, unix.S_IFMT)
@@ -177,8 +190,9 @@ func program(abis []abi, r rules) ([]unix.SockFilter, error) {
 
 // openCalls adds a's calls that open or truncate by path: creat(2),
 // truncate(2) and truncate64(2) go to the supervisor; open(2) and
-// openat(2) go there when their flags ask for writing or creating (the
-// flags are in a register, so a read-only open never leaves the kernel);
+// openat(2) go there when their flags ask for writing or creating, but not
+// for an exclusive create (the flags are in a register, so a read-only
+// open or an exclusive create never leaves the kernel);
 // openat2(2), whose flags are behind a pointer the caller may rewrite after
 // a check, fails with ENOSYS (libc and Go fall back to openat);
 // open_by_handle_at(2) fails with EPERM (it opens by inode, below any

@@ -79,6 +79,9 @@ func TestProgramDecisions(t *testing.T) {
 			{"openat write-only", a.openat, []uint64{0, 0, unix.O_WRONLY}, retNotify},
 			{"openat read-write", a.openat, []uint64{0, 0, unix.O_RDWR | unix.O_NONBLOCK}, retNotify},
 			{"openat creating", a.openat, []uint64{0, 0, unix.O_CREAT}, retNotify},
+			{"openat creating, truncating", a.openat, []uint64{0, 0, unix.O_WRONLY | unix.O_CREAT | unix.O_TRUNC}, retNotify},
+			{"openat exclusive create", a.openat, []uint64{0, 0, unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_CLOEXEC}, retAllow},
+			{"openat O_EXCL alone", a.openat, []uint64{0, 0, unix.O_WRONLY | unix.O_EXCL}, retNotify},
 			{"openat truncating", a.openat, []uint64{0, 0, unix.O_TRUNC}, retNotify},
 			{"openat O_TMPFILE", a.openat, []uint64{0, 0, unix.O_TMPFILE | unix.O_RDWR}, retNotify},
 			{"openat2", a.openat2, nil, enosys},
@@ -96,6 +99,7 @@ func TestProgramDecisions(t *testing.T) {
 		if a.open >= 0 {
 			cases = append(cases, tc{"open read-only", uint32(a.open), []uint64{0, unix.O_RDONLY}, retAllow},
 				tc{"open appending", uint32(a.open), []uint64{0, unix.O_WRONLY | unix.O_APPEND}, retNotify},
+				tc{"open exclusive create", uint32(a.open), []uint64{0, unix.O_RDWR | unix.O_CREAT | unix.O_EXCL}, retAllow},
 				tc{"creat", uint32(a.creat), nil, retNotify})
 		}
 		if a.truncate64 >= 0 {

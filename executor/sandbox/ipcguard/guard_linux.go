@@ -108,10 +108,20 @@ func (g *Guard) Install() error {
 		unix.Close(p[1])
 		return err
 	}
+	syncWakeUp(fd)
 	g.listener, g.wakeR, g.wakeW = fd, p[0], p[1]
 	g.loopDone = make(chan struct{})
 	go g.loop()
 	return nil
+}
+
+// syncWakeUp asks the kernel (Linux 6.6) to wake the supervisor on the
+// caller's CPU, and the caller on the supervisor's, for each notification
+// and answer: the two never run at once, and a round trip then costs
+// about 10 µs instead of two cross-CPU wake-ups (35-140 µs here). An
+// older kernel refuses the flag; the guard works the same without it.
+func syncWakeUp(listener int) {
+	_, _, _ = unix.Syscall(unix.SYS_IOCTL, uintptr(listener), unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
 }
 
 // kernelSupport checks for pidfd_getfd and openat2 by calling them with
@@ -228,6 +238,10 @@ func (g *Guard) loop() {
 			g.send(n.ID, unix.EAGAIN)
 			continue
 		}
+		if g.quick(n) {
+			g.inflight.Add(-1)
+			continue
+		}
 		g.handlers.Add(1)
 		go func() {
 			defer g.handlers.Done()
@@ -238,6 +252,35 @@ func (g *Guard) loop() {
 			g.answer(n)
 		}()
 	}
+}
+
+// quick answers notification n on the loop's own thread when no decision
+// needs /proc or may block (true), so the commonest calls cost the caller
+// one thread switch each way, on one CPU (see syncWakeUp):
+//   - an open, create or truncate by a caller holding capabilities: a
+//     launcher setting the sandbox up (see answerOpen), let through;
+//   - an open of "/dev/tty", which every bash makes at its start: there
+//     is no controlling terminal in a sandbox, so it fails with ENXIO as
+//     the full path would (a /dev/tty replaced by something else is then
+//     refused, which costs a command nothing it could have).
+func (g *Guard) quick(n notif) bool {
+	kind := g.calls[callKey{n.Data.Arch, n.Data.Nr}]
+	if kind == callConnect {
+		return false
+	}
+	if effectiveCaps(int(n.Pid)) != 0 {
+		if g.idValid(n.ID) { // the tid named the caller when its capabilities were read
+			g.sendContinue(n.ID)
+		} else {
+			g.send(n.ID, unix.ESRCH)
+		}
+		return true
+	}
+	if (kind == callOpen || kind == callOpenat) && callPath(n, kind) == "/dev/tty" {
+		g.send(n.ID, unix.ENXIO)
+		return true
+	}
+	return false
 }
 
 // answer decides notification n and answers it: a connect by decide, a

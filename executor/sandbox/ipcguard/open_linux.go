@@ -37,19 +37,6 @@ func (o *openCall) writes() bool {
 
 // answerOpen decides and answers one notified open, creat or truncate.
 func (g *Guard) answerOpen(n notif) {
-	if effectiveCaps(int(n.Pid)) != 0 {
-		// A launcher setting the sandbox up (see below): one capget(2)
-		// instead of a pidfd and a read of /proc/<tid>/status, since
-		// bubblewrap's set-up makes a dozen of these per command. The
-		// notification still pending afterwards means the tid named the
-		// caller when its capabilities were read.
-		if !g.idValid(n.ID) {
-			g.send(n.ID, unix.ESRCH)
-			return
-		}
-		g.sendContinue(n.ID)
-		return
-	}
 	pidfd, err := openThread(int(n.Pid))
 	if err != nil {
 		g.send(n.ID, errnoOf(err))
@@ -126,6 +113,23 @@ func readInput(n notif, c *caller, kind callKind) (*input, unix.Errno) {
 		return nil, errnoOf(err)
 	}
 	return &input{call: call, root: root, abs: abs}, 0
+}
+
+// callPath is the path of n, an open or openat, or "" when it cannot be
+// read.
+func callPath(n notif, kind callKind) string {
+	ptr := n.Data.Args[0]
+	if kind == callOpenat {
+		ptr = n.Data.Args[1]
+	}
+	if a, _ := abiOf(n.Data.Arch); a.compat {
+		ptr = uint64(uint32(ptr))
+	}
+	p, err := readString(int(n.Pid), ptr)
+	if err != nil {
+		return ""
+	}
+	return p
 }
 
 // readCall reads notification n's arguments and path.
