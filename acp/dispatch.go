@@ -30,7 +30,11 @@ type hooks struct {
 // before it, a session/prompt opens its turn, a session/close cancels its
 // session's turns (so does a session/delete). Everything else runs on its own goroutine (handle).
 func (s *Server) Preempt(r *rpc.Request) bool {
-	if r.Method != sdk.AgentMethodInitialize {
+	switch r.Method {
+	case sdk.AgentMethodInitialize:
+	case sdk.AgentMethodSessionNew:
+		s.announce() // the rest begins after its reply (see begin)
+	default:
 		s.begin()
 	}
 	switch r.Method {

@@ -16,11 +16,13 @@ import (
 // written before the reply (a session/load of the id must find it, even
 // after a kill right after the reply); the change store is not opened (the
 // session's first look opens it, after the reply); nothing is fsynced (the
-// journal's first fsync is asked for once the reply is out); and PATH is
+// journal's first fsync is asked for once the reply is out); the hang-up
+// watcher, whose thread blocks in ppoll, starts only after the reply (a
+// new thread competes with the reply on a small machine); and PATH is
 // walked for bwrap at most once (the daemon's guess of its levels is
 // cached).
 func TestFirstSessionNewPath(t *testing.T) {
-	d, trace := startTraced(t, 512, "trace=%file,read,write,flock,fsync,fdatasync,sync_file_range", "DSH_SANDBOX=")
+	d, trace := startTraced(t, 512, "trace=%file,read,write,flock,fsync,fdatasync,sync_file_range,ppoll", "DSH_SANDBOX=")
 	a := d.Agent
 	sid := d.newSession(t.TempDir())
 	a.CloseStdin()
@@ -44,6 +46,8 @@ func TestFirstSessionNewPath(t *testing.T) {
 			t.Errorf("an fsync on the way to the reply: %s", l)
 		case strings.Contains(l, filepath.Join(d.stateDir, "changes")) || strings.Contains(l, `"objects"`) || strings.Contains(l, `"packs"`):
 			t.Errorf("the change store is opened on the way to the reply: %s", l)
+		case strings.Contains(l, "ppoll("):
+			t.Errorf("the hang-up watcher starts (its thread blocked in ppoll) on the way to the reply: %s", l)
 		case strings.Contains(l, `"`+walkEnd+`"`) && !strings.Contains(l, "access"):
 			walks++
 		}

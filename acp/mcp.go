@@ -69,6 +69,7 @@ func (s *Server) startMCP(ss *session, servers []sdk.McpServer) {
 	if len(servers) == 0 {
 		return
 	}
+	s.begin() // signal handlers before any process (a session/new's did not wait)
 	cfg := s.cfg.MCP
 	if cfg.Logger == nil {
 		cfg.Logger = s.log

@@ -171,20 +171,36 @@ type Server struct {
 
 	stopNotices func()
 	out         *rpc.Output
+	started     sync.Once // announce
 	begun       sync.Once // begin
 }
 
-// begin starts, once, what the initialize reply need not wait for: the
-// hang-up watcher, the model list's fetch and Config.Started. (The
-// executor builds itself after the first session/new reply: settleSandbox.) Preempt
-// calls it for the first message other than initialize, before that
-// message is handled.
+// begin starts, once, what no reply needs: Config.Started (the daemon's
+// signal handlers), the hang-up watcher (a thread blocked in ppoll) and the
+// model list's fetch; it returns once they are done (a second caller waits
+// for the first). Preempt calls it for every message other than
+// initialize and session/new, before that message is handled. A
+// session/new waits only for Config.Started (announce: a write to a
+// closed stdout must fail with EPIPE, not kill the daemon), not for the
+// watcher's thread, which would compete with its reply: the rest begins
+// once that reply is written (opened), before whatever waited for it, and
+// before any MCP server starts (startMCP). So nothing the daemon starts (a
+// command, an MCP server, the sandbox probe) starts before it. (The
+// executor builds itself after the first session/new reply:
+// settleSandbox.)
 func (s *Server) begin() {
+	s.announce()
 	s.begun.Do(func() {
 		s.out.Watch()
 		if s.catalog != nil {
 			s.catalog.Start()
 		}
+	})
+}
+
+// announce runs Config.Started, once; a second caller waits for the first.
+func (s *Server) announce() {
+	s.started.Do(func() {
 		if s.cfg.Started != nil {
 			s.cfg.Started()
 		}

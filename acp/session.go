@@ -580,13 +580,12 @@ func (s *Server) opened(id string) {
 	ss.afterOpened = nil
 	ss.mu.Unlock()
 	ss.send(slash.Available())
-	if len(waiting) > 0 {
-		go func() { // they may wait (for MCP servers to connect): not on the writer
-			for _, fn := range waiting {
-				fn()
-			}
-		}()
-	}
+	go func() { // they may wait (for MCP servers to connect): not on the writer
+		s.begin() // what a session/new's reply did not wait for, before any process
+		for _, fn := range waiting {
+			fn()
+		}
+	}()
 	if stale {
 		ss.sendConfigOptions()
 	}
