@@ -182,7 +182,7 @@ type feed struct {
 }
 
 // Prepare checks cmd's workdir (an error wrapping executor.ErrWorkdir) and
-// builds the Launch of `bash -c script` (a script over 64 KiB is fed on fd 3
+// builds the Launch of `bash -c script bash` (a script over 64 KiB is fed on fd 3
 // and sourced, `bash -c '. /dev/fd/3' bash`, keeping `bash -c`'s $0 and exit
 // semantics), with stdin fed from Spec.Stdin or /dev/null. A Launch that is
 // never started must be given to Discard.
@@ -191,7 +191,9 @@ func (s *Spawner) Prepare(cmd engine.Command) (*Launch, error) {
 	if err := checkWorkdir(spec.Workdir); err != nil {
 		return nil, err
 	}
-	l := &Launch{Path: s.bash, Args: []string{"bash", "-c", spec.Command}, Dir: spec.Workdir, Workdir: spec.Workdir, Env: cmd.Env}
+	// $0 is named after the command string, so the argument list stays
+	// right when it is run by another program's path (bwrap's).
+	l := &Launch{Path: s.bash, Args: []string{"bash", "-c", spec.Command, "bash"}, Dir: spec.Workdir, Workdir: spec.Workdir, Env: cmd.Env}
 	if len(spec.Command) > maxArgScript {
 		r, w, err := pipe()
 		if err != nil {

@@ -110,7 +110,10 @@ func (s *Spawner) spawn(cmd engine.Command, spillDir string) (*process, error) {
 	// from the gate pipe before it runs the command.
 	l.Files = append(l.Files, g.infoW, g.gateR)
 	l.Keep = append(l.Keep, g.infoR)
-	p, err := s.plan(cmd.Spec, spillDir, len(l.Files)+1, append([]string{"bash"}, l.Args[1:]...))
+	// bash by the path the daemon found it at (the sandbox sees the same
+	// tree), not by name: bwrap's execvp would walk the command's PATH, a
+	// failed exec per directory before bash's (0.3-0.5 ms with a dozen).
+	p, err := s.plan(cmd.Spec, spillDir, len(l.Files)+1, append([]string{l.Path}, l.Args[1:]...))
 	if err != nil {
 		g.abort()
 		l.Discard()

@@ -324,3 +324,32 @@ func TestForkBombInSandbox(t *testing.T) {
 		t.Errorf("after the bomb: %q %q", after.Stdout, after.Stderr)
 	}
 }
+
+// TestShellIsTheDaemonsBash: a sandboxed command runs in the bash the
+// daemon found, named bash ($0), as an unsandboxed one does, not in the
+// first `bash` on the command's PATH: a bash planted in a directory there
+// (the workspace's bin/) does not run the command. (bwrap is handed bash's
+// path, so it walks no PATH either.)
+func TestShellIsTheDaemonsBash(t *testing.T) {
+	requireBwrap(t)
+	e := newTestExecutor(t, Config{})
+	ws := t.TempDir()
+	bin := filepath.Join(ws, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "bash"), []byte("#!/bin/sh\necho planted\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, level := range []executor.Level{executor.LevelWorkspace, executor.LevelOff} {
+		spec, err := e.Resolve(executor.Request{Command: `echo "real $0"`, SessionCwd: ws, Level: level,
+			Env: map[string]string{"PATH": bin + ":" + os.Getenv("PATH")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Run(context.Background(), spec, nil)
+		if err != nil || string(res.Stdout) != "real bash\n" {
+			t.Errorf("%s: got %q (stderr %q), %v; want the daemon's bash, named bash", level, res.Stdout, res.Stderr, err)
+		}
+	}
+}
