@@ -88,7 +88,7 @@ func openThread(tid int) (int, error) {
 
 // tgidOf reads thread tid's process id from /proc/<tid>/status.
 func tgidOf(tid int) (int, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	b, err := readProc("/proc/" + strconv.Itoa(tid) + "/status")
 	if err != nil {
 		return 0, err
 	}
