@@ -44,7 +44,10 @@
 //     so does every call of an ABI the filter does not list (x32).
 //   - open(2) and openat(2) whose flags hold O_WRONLY, O_RDWR, O_CREAT or
 //     O_TRUNC (the filter reads the flags register: a read-only open never
-//     leaves the kernel), creat(2), truncate(2) and truncate64(2) are made
+//     leaves the kernel), except an exclusive create (O_CREAT|O_EXCL: the
+//     kernel makes a new file or fails, so there is no FIFO, second link or
+//     path swap to judge; it stays in the kernel), creat(2), truncate(2)
+//     and truncate64(2) are made
 //     by the supervisor, which answers with the descriptor it opened
 //     (SECCOMP_IOCTL_NOTIF_ADDFD with SECCOMP_ADDFD_FLAG_SEND: the call
 //     returns its number in the caller, FD_CLOEXEC set as O_CLOEXEC asked):
@@ -143,53 +146,41 @@
 //
 // Per command, nearly nothing: the filter is loaded once, on one thread; a
 // command meets the supervisor only when it connects or opens a file for
-// writing. `bwrap … bash -c true` makes 13 notifications: 12 are
-// bubblewrap's own set-up writes (uid_map, setgroups, gid_map, mount
-// points, max_user_namespaces), answered CONTINUE after one capget(2)
-// of the caller, and one is bash's open of /dev/tty. Measured paired
-// on a loaded 2-core machine (load 16–20): a bare bwrap … bash -c true from
-// the guarded thread / a plain one, median ratio 0.85–1.005 over three runs
-// of 50 pairs (BenchmarkSandboxStart: within noise); the whole filter /
-// the socket rules alone (the filter before the file rules), 0.64–0.91
-// over five runs of 100 pairs (BenchmarkFileRulesStart: no cost seen, the
-// whole filter even ahead, unexplained); a sandboxed
-// foreground `true` through the executor, guarded / unguarded, 1.15–1.17
-// over three runs of 60 pairs (BenchmarkGuardOverhead in
-// executor/sandbox; the guarded path of a root daemon includes
-// unshare(1); the same benchmark on the commit before the file rules gave
-// 0.93–1.19 under the same load). The LinksOnly guard at
-// workspace-network, the same way at load 8–11: `true`, 1.11, 0.95 and
-// 1.06 over three runs of 60 pairs (the whole guard at workspace in the
-// same runs: 1.13, 1.10, 1.02); 500 files written by one command (500
-// writing opens), 1.07, 0.83 and 0.98 over three runs of 15 pairs
-// (560–670 ms a call either way).
+// writing (an exclusive create aside). `bwrap … bash -c true` makes 13
+// notifications: 12 are bubblewrap's own set-up writes (uid_map,
+// setgroups, gid_map, mount points, max_user_namespaces), from a caller
+// holding capabilities, and one is bash's open of /dev/tty. All 13 are
+// answered on the supervisor's loop thread (Guard.quick: one capget(2),
+// or the path read, and the answer), and SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+// (Linux 6.6) keeps the caller and the supervisor on one CPU: a set-up
+// open's round trip fell from 140 µs to 11 µs over a plain open (2 000
+// pairs), where a goroutine per notification and two cross-CPU wake-ups
+// had cost the rest.
 //
-// Measured again on the quiet machine (load below 1) once everything had
-// landed, the same benchmarks tell a clearer story than the loaded runs
-// above: a sandboxed foreground `true` guarded / unguarded 1.20–1.23 over
-// four runs of 60 pairs, at workspace and at workspace-network alike
-// (27–28 ms against 22.6–23.0 ms: the 12 set-up notifications cost about
-// 4.5 ms a call); one command writing 500 files, 2.57–2.63 (241–248 ms
-// against 94–97 ms: about 0.3 ms a writing open). The set-up
-// notifications are the cost to take out next: answering them after a
-// capget(2) instead of a pidfd and a /proc read brought the per-call ratio
-// to 1.17–1.20 (two runs of 60 pairs, against 1.23–1.24 just before); the
-// rest is the round trips themselves, which only a filter bubblewrap's
-// set-up never meets would remove. A build that writes many files pays
-// the per-open figure.
+// Measured on a quiet machine (2 cores, load about 1), paired run by run:
+//   - a bare `bwrap … bash -c true` from the guarded thread / a plain
+//     one: 1.047 (BenchmarkSandboxStart, 50 pairs); the whole filter / the
+//     socket rules alone: 1.02-1.09 over four runs (BenchmarkFileRulesStart;
+//     1.11-1.16 before the loop answered the set-up);
+//   - a sandboxed foreground `true` through the executor, guarded /
+//     unguarded: 1.125 at workspace, 1.058 at workspace-network (60 pairs;
+//     1.17-1.23 before; BenchmarkGuardOverhead in executor/sandbox);
+//   - a writing open: 229 µs guarded, 35 µs plain (BenchmarkWriteOpen;
+//     1 000 writing opens by bash in a sandbox: +206-215 µs each). Its
+//     share is the caller's /proc status (50-70 µs: identity and umask),
+//     the path read and resolved (about 45 µs), two hops to and from the
+//     worker thread with the caller's identity (about 37 µs), the open
+//     itself, and the answer (SECCOMP_IOCTL_NOTIF_ADDFD, about 40 µs);
+//   - one command writing 500 files (`echo x > f$i`): 2.82 (195 ms against
+//     70 ms); git init, 500 files written, git add and git commit: 1.35
+//     (632 against 538 ms; 522 notifications a run, 1 275 before
+//     exclusive creates stayed in the kernel; BenchmarkGitCommit);
+//   - a loopback TCP connect: 215 µs guarded, 66 µs plain
+//     (BenchmarkConnect).
 //
-// A writing open costs a round trip to the daemon and about twenty system
-// calls there: open(O_WRONLY|O_CREAT|O_TRUNC)+close took 203–285 µs
-// guarded, 17–19 µs plain (BenchmarkWriteOpen, medians of 500 pairs,
-// median ratios 8.6–13). On a realistic write-heavy command the share is
-// small: git init, 500 files written, git add, git commit in the sandbox
-// (1 275 writing opens) took 3.5–4.8 s either way, guarded / plain median
-// ratios 0.95, 1.13 and 0.98 over three runs of 10 pairs
-// (BenchmarkGitCommit): within the noise of the machine, where the round
-// trips predict about +7%. A connect:
-// a loopback TCP connect took 236 µs guarded, 68 µs plain
-// (BenchmarkConnect). Reads (open without a writing flag, read(2) and
-// write(2) on descriptors already open) never leave the kernel.
+// A build that writes many files pays the per-open figure. Reads (open
+// without a writing flag, read(2) and write(2) on descriptors already
+// open) never leave the kernel.
 //
 // # Known limits
 //
