@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -68,6 +69,53 @@ type caller struct {
 	umask        uint32
 	nsTgid       int // its process and thread ids in its own pid namespace
 	nsTid        int
+	// partial: from callerInfo, umask and nsTgid, nsTid not read.
+	partial bool
+}
+
+// self is the daemon's own identity, as a caller's is compared with it
+// (callerInfo).
+type self struct {
+	fsuid, fsgid uint32
+	groups       []uint32 // sorted
+}
+
+// daemonSelf reads the daemon's identity; ok false where it cannot.
+func daemonSelf() (self, bool) {
+	// setfs[ug]id(-1) changes nothing and returns the id in force.
+	uid, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0)
+	gid, _, _ := unix.RawSyscall(unix.SYS_SETFSGID, ^uintptr(0), 0, 0)
+	gs, err := unix.Getgroups()
+	if err != nil {
+		return self{}, false
+	}
+	s := self{fsuid: uint32(uid), fsgid: uint32(gid)}
+	for _, g := range gs {
+		s.groups = append(s.groups, uint32(g))
+	}
+	slices.Sort(s.groups)
+	return s, true
+}
+
+// callerInfo is the caller of a notification from its pidfd's
+// PIDFD_GET_INFO (Linux 6.13) and a capget(2), without a read of its
+// /proc status, where it runs with the daemon's filesystem uid and gid:
+// its groups are then the daemon's, since a sandboxed command cannot have
+// changed them (setgroups(2) needs CAP_SETGID, which it never holds: the
+// package's contract; bubblewrap also denies setgroups in the user
+// namespace it makes), and it started with the daemon's (bubblewrap keeps
+// its invoker's groups). Such a caller is partial: its umask and its
+// namespace's ids are read from the status only where a call needs them
+// (see needsStatus). ok is false where the kernel has no such ioctl or the
+// ids differ: the caller is then read whole (readCaller).
+func callerInfo(pidfd, tid int, me self) (*caller, bool) {
+	info := unix.PidfdInfo{Mask: unix.PIDFD_INFO_CREDS}
+	if unix.IoctlPidfdInfo(pidfd, &info) != nil || info.Mask&unix.PIDFD_INFO_CREDS == 0 ||
+		info.Fsuid != me.fsuid || info.Fsgid != me.fsgid {
+		return nil, false
+	}
+	return &caller{tid: tid, tgid: int(info.Tgid), fsuid: info.Fsuid, fsgid: info.Fsgid, groups: me.groups,
+		capEff: effectiveCaps(tid), umask: 0o022, partial: true}, true
 }
 
 // identity is the part of the caller a worker thread takes on: an open
@@ -92,8 +140,12 @@ func effectiveCaps(tid int) uint64 {
 	return uint64(data[0].Effective) | uint64(data[1].Effective)<<32
 }
 
+// statusReads counts readCaller's reads (tests).
+var statusReads atomic.Int64
+
 // readCaller reads thread tid's status.
 func readCaller(tid int) (*caller, error) {
+	statusReads.Add(1)
 	b, err := readProc("/proc/" + strconv.Itoa(tid) + "/status")
 	if err != nil {
 		return nil, err

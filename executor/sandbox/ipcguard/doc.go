@@ -87,7 +87,14 @@
 //     and gid, its groups and its umask and holds no capability at all:
 //     the permission checks are the caller's, on the caller's mounts (a
 //     read-only one stays so), and a root daemon opens nothing its
-//     capability-less sandbox could not.
+//     capability-less sandbox could not. The caller's ids come from its
+//     pidfd (PIDFD_GET_INFO, Linux 6.13) where they are the daemon's: its
+//     groups are then the daemon's too (a command cannot change them
+//     without CAP_SETGID, and started with its launcher's). Its /proc
+//     status is read only where a call needs more: its umask to create a
+//     file, its pid namespace's ids for a path into /proc or /dev/fd (met
+//     at any step of the resolution, which then starts again), or where
+//     the kernel has no such ioctl or the ids differ.
 //   - openat2(2) fails with ENOSYS (its flags are behind a pointer the
 //     caller could rewrite after a check; glibc, Go and Rust fall back to
 //     openat) and open_by_handle_at(2) with EPERM.
@@ -167,7 +174,8 @@
 //     1.17-1.23 before; BenchmarkGuardOverhead in executor/sandbox);
 //   - a writing open: 229 µs guarded, 35 µs plain (BenchmarkWriteOpen;
 //     1 000 writing opens by bash in a sandbox: +206-215 µs each). Its
-//     share is the caller's /proc status (50-70 µs: identity and umask),
+//     share is the caller's /proc status (50-70 µs: identity and umask;
+//     an overwrite no longer reads it where the pidfd gives the ids),
 //     the path read and resolved (about 45 µs), two hops to and from the
 //     worker thread with the caller's identity (about 37 µs), the open
 //     itself, and the answer (SECCOMP_IOCTL_NOTIF_ADDFD, about 40 µs);

@@ -78,6 +78,9 @@ func (g *Guard) mkfifo(c *caller, call *openCall, t *target) unix.Errno {
 	if t.dir < 0 {
 		return unix.EACCES
 	}
+	if c.partial {
+		return needWhole // the caller's umask
+	}
 	var errno unix.Errno
 	werr := g.onWorker(c, func() {
 		since := time.Now().Add(-fifoSlack)

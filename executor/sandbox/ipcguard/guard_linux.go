@@ -31,6 +31,8 @@ type Guard struct {
 	linksOnly bool
 	rules     rules
 	hostTmp   uint64 // st_dev of the daemon's own /tmp; 0 when it has none
+	me        self   // the daemon's identity (callerInfo); meOK: read
+	meOK      bool
 
 	mu       sync.Mutex
 	listener int // -1 until Install
@@ -56,7 +58,7 @@ type Guard struct {
 const maxInflight = 256
 
 // New returns a Guard that is not installed yet. It makes no system call
-// beyond a stat of /tmp.
+// beyond a stat of /tmp and the reads of the daemon's own identity.
 func New(cfg Config) *Guard {
 	log := cfg.Logger
 	if log == nil {
@@ -67,6 +69,7 @@ func New(cfg Config) *Guard {
 	if unix.Stat("/tmp", &st) == nil {
 		g.hostTmp = st.Dev
 	}
+	g.me, g.meOK = daemonSelf()
 	return g
 }
 

@@ -43,7 +43,7 @@ func (g *Guard) answerOpen(n notif) {
 		return
 	}
 	defer unix.Close(pidfd)
-	c, err := readCaller(int(n.Pid))
+	c, err := g.callerOf(pidfd, int(n.Pid))
 	if err == nil && (c.capEff != 0 || c.tgid == os.Getpid()) {
 		// A launcher setting the sandbox up (bubblewrap writing its
 		// uid_map, creating its mount points, with every capability of
@@ -77,6 +77,20 @@ func (g *Guard) answerOpen(n notif) {
 		return
 	}
 	fd, errno := g.openFor(pidfd, c, in)
+	if errno == needWhole {
+		// A partial caller (callerInfo) whose call needs its umask or its
+		// namespace's ids: read whole, and, as above, before the pending
+		// check. Nothing was done yet.
+		if c, err = readCaller(int(n.Pid)); err != nil {
+			g.send(n.ID, unix.EACCES)
+			return
+		}
+		if !g.idValid(n.ID) {
+			g.send(n.ID, unix.ESRCH)
+			return
+		}
+		fd, errno = g.openFor(pidfd, c, in)
+	}
 	switch {
 	case errno != 0:
 		g.send(n.ID, errno)
@@ -86,6 +100,34 @@ func (g *Guard) answerOpen(n notif) {
 		g.sendFD(n.ID, fd, in.call.flags&unix.O_CLOEXEC != 0)
 		unix.Close(fd)
 	}
+}
+
+// callerOf is the caller of a notification: partial from its pidfd where
+// that suffices (callerInfo), else read whole from its /proc status.
+func (g *Guard) callerOf(pidfd, tid int) (*caller, error) {
+	if g.meOK {
+		if c, ok := callerInfo(pidfd, tid, g.me); ok {
+			return c, nil
+		}
+	}
+	return readCaller(tid)
+}
+
+// needWhole is openFor's answer where a partial caller's call needs what
+// only its /proc status has (its umask to create, its pid namespace's ids
+// for a path into /proc or /dev/fd): read whole, the call is decided again.
+// It is never sent to a caller.
+const needWhole = unix.Errno(0x7fff)
+
+// procPath reports whether p (clean, absolute) names something in the
+// caller's /proc or its /dev/fd and /dev/std* links, which are resolved
+// with its pid namespace's ids (ownPath, ownFD).
+func procPath(p string) bool {
+	switch p {
+	case "/proc", "/dev/stdin", "/dev/stdout", "/dev/stderr":
+		return true
+	}
+	return strings.HasPrefix(p, "/proc/") || strings.HasPrefix(p, "/dev/fd/")
 }
 
 // input is what answering a call needs from the caller's /proc: the call,
@@ -285,7 +327,10 @@ const maxHops = 40
 // descriptor, taken with pidfd_getfd.
 func resolve(pidfd, root int, p string, c *caller, follow bool) (*target, unix.Errno) {
 	for range maxHops {
-		p = ownPath(path.Clean(p), c)
+		if p = path.Clean(p); c.partial && procPath(p) {
+			return nil, needWhole
+		}
+		p = ownPath(p, c)
 		if fd, ok := ownFD(p, c); ok {
 			pin, err := unix.PidfdGetfd(pidfd, fd, 0)
 			if err != nil {
@@ -516,6 +561,9 @@ func (g *Guard) create(c *caller, call *openCall, t *target) (int, unix.Errno) {
 	if call.flags&unix.O_DIRECTORY != 0 {
 		return -1, unix.EISDIR
 	}
+	if c.partial {
+		return -1, needWhole // the caller's umask
+	}
 	fd := -1
 	var err error
 	werr := g.onWorker(c, func() {
@@ -535,6 +583,9 @@ func (g *Guard) create(c *caller, call *openCall, t *target) (int, unix.Errno) {
 
 // tmpfile makes an unnamed file in the directory t names (O_TMPFILE).
 func (g *Guard) tmpfile(c *caller, call *openCall, t *target) (int, unix.Errno) {
+	if c.partial {
+		return -1, needWhole // the caller's umask
+	}
 	fd := -1
 	var err error
 	werr := g.onWorker(c, func() {
