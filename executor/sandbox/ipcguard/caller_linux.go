@@ -71,6 +71,8 @@ type caller struct {
 	nsTid        int
 	// partial: from callerInfo, umask and nsTgid, nsTid not read.
 	partial bool
+	// on is the worker answering the call (dispatch), nil on a goroutine.
+	on *worker
 }
 
 // self is the daemon's own identity, as a caller's is compared with it

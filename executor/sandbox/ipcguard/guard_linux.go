@@ -33,6 +33,10 @@ type Guard struct {
 	hostTmp   uint64 // st_dev of the daemon's own /tmp; 0 when it has none
 	me        self   // the daemon's identity (callerInfo); meOK: read
 	meOK      bool
+	meKey     string // me as a worker's identity
+	// dispatches: the daemon holds no capability, so its opens are
+	// answered on workers of its identity (dispatch).
+	dispatches bool
 
 	mu       sync.Mutex
 	listener int // -1 until Install
@@ -70,6 +74,10 @@ func New(cfg Config) *Guard {
 		g.hostTmp = st.Dev
 	}
 	g.me, g.meOK = daemonSelf()
+	if g.meOK {
+		g.meKey = (&caller{fsuid: g.me.fsuid, fsgid: g.me.fsgid, groups: g.me.groups}).identity()
+		g.dispatches = effectiveCaps(unix.Gettid()) == 0
+	}
 	return g
 }
 
@@ -245,6 +253,9 @@ func (g *Guard) loop() {
 			g.inflight.Add(-1)
 			continue
 		}
+		if g.calls[callKey{n.Data.Arch, n.Data.Nr}] != callConnect && g.dispatch(n) {
+			continue
+		}
 		g.handlers.Add(1)
 		go func() {
 			defer g.handlers.Done()
@@ -293,7 +304,7 @@ func (g *Guard) answer(n notif) {
 		g.send(n.ID, g.decide(n))
 		return
 	}
-	g.answerOpen(n)
+	g.answerOpen(n, nil)
 }
 
 // Answered is how many calls the supervisor has answered so far.

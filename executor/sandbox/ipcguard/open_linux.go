@@ -35,8 +35,9 @@ func (o *openCall) writes() bool {
 	return o.truncate || o.flags&unix.O_ACCMODE != unix.O_RDONLY || o.flags&unix.O_TRUNC != 0
 }
 
-// answerOpen decides and answers one notified open, creat or truncate.
-func (g *Guard) answerOpen(n notif) {
+// answerOpen decides and answers one notified open, creat or truncate, on
+// worker on (dispatch) or, nil, on a goroutine of its own.
+func (g *Guard) answerOpen(n notif, on *worker) {
 	pidfd, err := openThread(int(n.Pid))
 	if err != nil {
 		g.send(n.ID, errnoOf(err))
@@ -44,6 +45,9 @@ func (g *Guard) answerOpen(n notif) {
 	}
 	defer unix.Close(pidfd)
 	c, err := g.callerOf(pidfd, int(n.Pid))
+	if err == nil {
+		c.on = on
+	}
 	if err == nil && (c.capEff != 0 || c.tgid == os.Getpid()) {
 		// A launcher setting the sandbox up (bubblewrap writing its
 		// uid_map, creating its mount points, with every capability of
@@ -85,6 +89,7 @@ func (g *Guard) answerOpen(n notif) {
 			g.send(n.ID, unix.EACCES)
 			return
 		}
+		c.on = on
 		if !g.idValid(n.ID) {
 			g.send(n.ID, unix.ESRCH)
 			return

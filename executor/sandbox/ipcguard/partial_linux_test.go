@@ -28,12 +28,24 @@ func TestOverwritesReadNoStatus(t *testing.T) {
 	if err != nil {
 		t.Skipf("this kernel gives no pidfd credentials (PIDFD_GET_INFO, Linux 6.13): %v; every caller is read whole", err)
 	}
+	g := New(Config{})
+	defer g.Close()
+	reads, _ := writeScript(t, g)
+	if reads > 2 {
+		t.Errorf("%d reads of a /proc status for 22 writing opens, want 2 at most (the create's umask, the /proc/self/fd link's ids)", reads)
+	}
+}
+
+// writeScript runs, in a sandbox started from a thread guarded by g, a
+// create (umask 077), 20 overwrites of an existing file (mode 0640) and a
+// write through a symlink to /proc/self/fd/1, checks what they made, and
+// returns how many /proc status reads and worker hops the supervisor made.
+func writeScript(t *testing.T, g *Guard) (reads, hops int64) {
+	t.Helper()
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := New(Config{})
-	defer g.Close()
 	th := newThread(t, g)
 	ws := t.TempDir()
 	existing := filepath.Join(ws, "existing")
@@ -49,7 +61,7 @@ func TestOverwritesReadNoStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := statusReads.Load()
+	before, hopsBefore := statusReads.Load(), workerHops.Load()
 	th.do(func() {
 		var p *os.Process
 		if p, err = os.StartProcess(bwrap, args, &os.ProcAttr{Files: []*os.File{nil, w, os.Stderr}}); err == nil {
@@ -57,7 +69,7 @@ func TestOverwritesReadNoStatus(t *testing.T) {
 		}
 	})
 	w.Close()
-	reads := statusReads.Load() - before
+	reads, hops = statusReads.Load()-before, workerHops.Load()-hopsBefore
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +89,26 @@ func TestOverwritesReadNoStatus(t *testing.T) {
 			t.Errorf("%s: %q, mode %v, %v; want %q, mode %v", f.name, b, fi.Mode().Perm(), err, f.content, f.mode)
 		}
 	}
-	if reads > 2 {
-		t.Errorf("%d reads of a /proc status for 22 writing opens, want 2 at most (the create's umask, the /proc/self/fd link's ids)", reads)
+	return reads, hops
+}
+
+// TestDispatchedOpensNeedNoHop: a daemon without capabilities answers a
+// command's writing opens on workers of its own identity (dispatch), so
+// none is handed on to another thread; answered on goroutines (a root
+// daemon's way), each open is one hop to a worker and back. (Forced here:
+// the test may run as root.)
+func TestDispatchedOpensNeedNoHop(t *testing.T) {
+	requireTools(t, -1)
+	for _, dispatch := range []bool{true, false} {
+		g := New(Config{})
+		g.dispatches = dispatch && g.meOK
+		_, hops := writeScript(t, g)
+		g.Close()
+		switch {
+		case dispatch && hops != 0:
+			t.Errorf("dispatched: %d hops to another worker, want none", hops)
+		case !dispatch && hops < 21:
+			t.Errorf("on goroutines: %d hops to a worker for 22 writing opens, want one each", hops)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -25,6 +26,9 @@ import (
 // workerIdle is how long a worker waits for its next job before it ends.
 const workerIdle = 10 * time.Second
 
+// workerHops counts the jobs onWorker handed to another thread (tests).
+var workerHops atomic.Int64
+
 // workers are the idle worker threads, by identity.
 type workers struct {
 	mu   sync.Mutex
@@ -33,13 +37,20 @@ type workers struct {
 
 type worker struct {
 	jobs chan func()
+	key  string // the identity it took (caller.identity)
 }
 
 // onWorker runs f on a worker thread with c's identity, starting one where
-// none is idle. It fails where no thread can take that identity (a daemon
+// none is idle (or at once, where c's call is answered on such a worker
+// already: dispatch). It fails where no thread can take that identity (a daemon
 // that is not root serving a caller of another user).
 func (g *Guard) onWorker(c *caller, f func()) error {
 	key := c.identity()
+	if c.on != nil && c.on.key == key {
+		f() // already on one (dispatch)
+		return nil
+	}
+	workerHops.Add(1)
 	w := g.workers.take(key)
 	if w == nil {
 		var err error
@@ -91,7 +102,7 @@ func (ws *workers) retire(key string, w *worker) bool {
 
 // startWorker starts a worker thread with c's identity.
 func (g *Guard) startWorker(c *caller, key string) (*worker, error) {
-	w := &worker{jobs: make(chan func())}
+	w := &worker{jobs: make(chan func()), key: key}
 	ready := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
@@ -159,4 +170,38 @@ func becomeCaller(c *caller) error {
 		return fmt.Errorf("ipcguard: worker: capset: %w", err)
 	}
 	return nil
+}
+
+// dispatch hands open notification n to a worker thread with the daemon's
+// own identity, which answers it whole (answerOpen on it), so that the
+// open itself needs no hop to another thread: every sandboxed command has
+// that identity (see callerInfo). Only a daemon without capabilities
+// dispatches: its worker then reads the caller's /proc, memory and
+// descriptors with just the rights the daemon's goroutines have (a root
+// daemon's worker has dropped CAP_SYS_PTRACE and CAP_DAC_OVERRIDE, which
+// reading a non-dumpable caller needs). False where it does not: n is then
+// answered on a goroutine of its own. It counts n in handlers and inflight
+// until answered, as the loop's goroutines do.
+func (g *Guard) dispatch(n notif) bool {
+	if !g.dispatches {
+		return false
+	}
+	w := g.workers.take(g.meKey)
+	if w == nil {
+		var err error
+		if w, err = g.startWorker(&caller{fsuid: g.me.fsuid, fsgid: g.me.fsgid, groups: g.me.groups}, g.meKey); err != nil {
+			return false
+		}
+	}
+	g.handlers.Add(1)
+	w.jobs <- func() {
+		defer g.handlers.Done()
+		defer g.inflight.Add(-1)
+		defer g.workers.put(g.meKey, w)
+		if g.hold != nil {
+			g.hold()
+		}
+		g.answerOpen(n, w)
+	}
+	return true
 }
