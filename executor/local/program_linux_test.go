@@ -89,9 +89,9 @@ func TestProgramStopKillsTheGroupAfterGrace(t *testing.T) {
 	if exit, ok := p.Exit(); !ok || exit.Signal != "SIGKILL" {
 		t.Errorf("exit %+v %v, want SIGKILL", exit, ok)
 	}
-	if left := executortest.Processes(marker); len(left) != 0 {
-		t.Errorf("processes left after Stop: %v", left)
-	}
+	// The child got its KILL with the leader's; under load it may still be
+	// on its way out (neither running nor a zombie yet) when Stop returns.
+	eventually(t, 5*time.Second, "no process left after Stop", func() bool { return len(executortest.Processes(marker)) == 0 })
 }
 
 // When the program exits on its own, what it left running in its group is
