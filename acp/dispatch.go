@@ -33,7 +33,7 @@ func (s *Server) Preempt(r *rpc.Request) bool {
 	switch r.Method {
 	case sdk.AgentMethodInitialize:
 	case sdk.AgentMethodSessionNew:
-		s.announce() // the rest begins after its reply (see begin)
+		s.runStarted() // the rest begins after its reply (see begin)
 	default:
 		s.begin()
 	}

@@ -171,7 +171,7 @@ type Server struct {
 
 	stopNotices func()
 	out         *rpc.Output
-	started     sync.Once // announce
+	started     sync.Once // runStarted
 	begun       sync.Once // begin
 }
 
@@ -180,7 +180,7 @@ type Server struct {
 // model list's fetch; it returns once they are done (a second caller waits
 // for the first). Preempt calls it for every message other than
 // initialize and session/new, before that message is handled. A
-// session/new waits only for Config.Started (announce: a write to a
+// session/new waits only for Config.Started (runStarted: a write to a
 // closed stdout must fail with EPIPE, not kill the daemon), not for the
 // watcher's thread, which would compete with its reply: the rest begins
 // once that reply is written (opened), before whatever waited for it, and
@@ -189,7 +189,7 @@ type Server struct {
 // executor builds itself after the first session/new reply:
 // settleSandbox.)
 func (s *Server) begin() {
-	s.announce()
+	s.runStarted()
 	s.begun.Do(func() {
 		s.out.Watch()
 		if s.catalog != nil {
@@ -198,8 +198,8 @@ func (s *Server) begin() {
 	})
 }
 
-// announce runs Config.Started, once; a second caller waits for the first.
-func (s *Server) announce() {
+// runStarted runs Config.Started, once; a second caller waits for the first.
+func (s *Server) runStarted() {
 	s.started.Do(func() {
 		if s.cfg.Started != nil {
 			s.cfg.Started()
