@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,14 +31,29 @@ func (p *term) expect(s string) {
 }
 
 // quit ends a chat the way a user does once its input is back (the
-// editor's hint shows): Ctrl-D, then it must exit 0.
+// editor's hint shows): Ctrl-D, then it must exit 0. The hint is the last
+// footer drawn, which may be one drawn before the last turn: a turn shorter
+// than a frame never shows its own footer, so there is nothing to redraw.
 func (p *term) quit() {
 	p.t.Helper()
-	p.expect("Enter sends")
+	deadline := time.Now().Add(20 * time.Second)
+	for !inputBack(p.output()) {
+		if time.Now().After(deadline) {
+			p.t.Fatalf("the chat's input never came back:\n%s", p.output())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	p.typeIn("\x04")
 	if code := p.wait(); code != 0 {
 		p.t.Errorf("exit %d after Ctrl-D", code)
 	}
+}
+
+// inputBack reports whether the last footer the chat drew is the
+// editor's hint, not a running turn's or Ctrl-C's.
+func inputBack(out string) bool {
+	hint := strings.LastIndex(out, "Enter sends")
+	return hint >= 0 && hint > strings.LastIndex(out, "Ctrl-C cancels") && hint > strings.LastIndex(out, "Ctrl-C again")
 }
 
 func (p *term) expectErr(s string, limit time.Duration) error {
