@@ -74,7 +74,10 @@ func RemoteWrapper(level executor.Level, workspace, scriptVar, pre string, roots
 	w(`for __dsh_p in "${__dsh_h[@]}"; do [ -n "$__dsh_p" ] || continue; __dsh_q=$(realpath -e -- "$__dsh_p" 2>/dev/null) || continue; ` +
 		`[ "$__dsh_q" = / ] && continue; if [ -d "$__dsh_q" ]; then __dsh_a+=(--tmpfs "$__dsh_q" --remount-ro "$__dsh_q"); ` +
 		`else __dsh_a+=(--ro-bind /dev/null "$__dsh_q"); fi; done`)
-	launch := `unshare --user --map-current-user --pid --fork --kill-child -- bwrap "${__dsh_a[@]}" --chdir "$PWD" -- bash -c "$` + scriptVar + `"`
+	// The shell's own bash by its path ($BASH), named bash ($0), as an
+	// unsandboxed command runs: bwrap's execvp would take the first bash on
+	// the command's PATH, which may be one the workspace holds.
+	launch := `unshare --user --map-current-user --pid --fork --kill-child -- bwrap "${__dsh_a[@]}" --chdir "$PWD" -- "$BASH" -c "$` + scriptVar + `" bash`
 	if pre != "" {
 		launch = `"${` + pre + `[@]}" ` + launch
 	}

@@ -82,6 +82,23 @@ func TestRemoteLevels(t *testing.T) {
 	if res := run(executor.LevelOff, `touch ../sibling/off && cat "$DOCKER_CONFIG/config.json"`); !strings.Contains(string(res.Combined), secret) {
 		t.Errorf("off: %q", res.Combined)
 	}
+	// The command runs in the shell's own bash, named bash, not in one the
+	// workspace planted on the command's PATH.
+	bin := filepath.Join(ws, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "bash"), []byte("#!/bin/sh\necho planted\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := e.Resolve(executor.Request{Command: `echo "real $0"`, SessionCwd: ws, Level: executor.LevelWorkspace,
+		Env: map[string]string{"PATH": bin + ":/usr/local/bin:/usr/bin:/bin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.Run(context.Background(), spec, nil); err != nil || string(res.Stdout) != "real bash\n" {
+		t.Errorf("a bash planted on PATH: got %q (stderr %q), %v; want the shell's own, named bash", res.Stdout, res.Stderr, err)
+	}
 	if e.Unavailable() != nil || len(e.Levels()) != 4 {
 		t.Errorf("after the probe: unavailable %v, levels %v", e.Unavailable(), e.Levels())
 	}
