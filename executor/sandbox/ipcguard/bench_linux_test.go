@@ -46,6 +46,17 @@ func (th thread) do(f func()) {
 	<-done
 }
 
+// run starts path with args and attr from th and waits for it.
+func (th thread) run(path string, args []string, attr *os.ProcAttr) (st *os.ProcessState, err error) {
+	th.do(func() {
+		var p *os.Process
+		if p, err = os.StartProcess(path, args, attr); err == nil {
+			st, err = p.Wait()
+		}
+	})
+	return st, err
+}
+
 // pairedMedian runs a and b alternately n times each (the order rotating)
 // and returns their medians and the median of the per-pair ratios b/a.
 func pairedMedian(tb testing.TB, n int, a, b func() error) (ma, mb time.Duration, ratio float64) {
@@ -89,13 +100,8 @@ func BenchmarkSandboxStart(b *testing.B) {
 	ws := b.TempDir()
 	args := append(append([]string{"bwrap"}, bwrapArgs(nil, ws)...), "--", "bash", "-c", "true")
 	start := func(th thread) func() error {
-		return func() (err error) {
-			th.do(func() {
-				var p *os.Process
-				if p, err = os.StartProcess(bwrap, args, &os.ProcAttr{Files: []*os.File{nil, nil, os.Stderr}}); err == nil {
-					_, err = p.Wait()
-				}
-			})
+		return func() error {
+			_, err := th.run(bwrap, args, &os.ProcAttr{Files: []*os.File{nil, nil, os.Stderr}})
 			return err
 		}
 	}
@@ -210,16 +216,11 @@ func BenchmarkGitCommit(b *testing.B) {
 			b.Fatal(err)
 		}
 		args := append(append([]string{"bwrap"}, bwrapArgs(nil, ws)...), "--", "bash", "-c", script)
-		return func() (err error) {
-			th.do(func() {
-				var p *os.Process
-				if p, err = os.StartProcess(bwrap, args, &os.ProcAttr{Dir: ws, Files: []*os.File{nil, nil, os.Stderr}}); err == nil {
-					var st *os.ProcessState
-					if st, err = p.Wait(); err == nil && !st.Success() {
-						err = fmt.Errorf("git: %v", st)
-					}
-				}
-			})
+		return func() error {
+			st, err := th.run(bwrap, args, &os.ProcAttr{Dir: ws, Files: []*os.File{nil, nil, os.Stderr}})
+			if err == nil && !st.Success() {
+				err = fmt.Errorf("git: %v", st)
+			}
 			return err
 		}
 	}
@@ -250,13 +251,8 @@ func BenchmarkFileRulesStart(b *testing.B) {
 	ws := b.TempDir()
 	args := append(append([]string{"bwrap"}, bwrapArgs(nil, ws)...), "--", "bash", "-c", "true")
 	start := func(th thread) func() error {
-		return func() (err error) {
-			th.do(func() {
-				var p *os.Process
-				if p, err = os.StartProcess(bwrap, args, &os.ProcAttr{Files: []*os.File{nil, nil, os.Stderr}}); err == nil {
-					_, err = p.Wait()
-				}
-			})
+		return func() error {
+			_, err := th.run(bwrap, args, &os.ProcAttr{Files: []*os.File{nil, nil, os.Stderr}})
 			return err
 		}
 	}

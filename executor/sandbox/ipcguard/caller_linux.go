@@ -84,14 +84,12 @@ type self struct {
 
 // daemonSelf reads the daemon's identity; ok false where it cannot.
 func daemonSelf() (self, bool) {
-	// setfs[ug]id(-1) changes nothing and returns the id in force.
-	uid, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0)
-	gid, _, _ := unix.RawSyscall(unix.SYS_SETFSGID, ^uintptr(0), 0, 0)
 	gs, err := unix.Getgroups()
 	if err != nil {
 		return self{}, false
 	}
-	s := self{fsuid: uint32(uid), fsgid: uint32(gid)}
+	uid, gid := fsIDs()
+	s := self{fsuid: uid, fsgid: gid}
 	for _, g := range gs {
 		s.groups = append(s.groups, uint32(g))
 	}

@@ -249,11 +249,12 @@ func (g *Guard) loop() {
 			g.send(n.ID, unix.EAGAIN)
 			continue
 		}
-		if g.quick(n) {
+		kind := g.calls[callKey{n.Data.Arch, n.Data.Nr}]
+		if g.quick(n, kind) {
 			g.inflight.Add(-1)
 			continue
 		}
-		if g.calls[callKey{n.Data.Arch, n.Data.Nr}] != callConnect && g.dispatch(n) {
+		if kind != callConnect && g.dispatch(n) {
 			continue
 		}
 		g.handlers.Add(1)
@@ -263,7 +264,7 @@ func (g *Guard) loop() {
 			if g.hold != nil {
 				g.hold()
 			}
-			g.answer(n)
+			g.answer(n, kind)
 		}()
 	}
 }
@@ -277,8 +278,7 @@ func (g *Guard) loop() {
 //     is no controlling terminal in a sandbox, so it fails with ENXIO as
 //     the full path would (a /dev/tty replaced by something else is then
 //     refused, which costs a command nothing it could have).
-func (g *Guard) quick(n notif) bool {
-	kind := g.calls[callKey{n.Data.Arch, n.Data.Nr}]
+func (g *Guard) quick(n notif, kind callKind) bool {
 	if kind == callConnect {
 		return false
 	}
@@ -290,17 +290,19 @@ func (g *Guard) quick(n notif) bool {
 		}
 		return true
 	}
-	if (kind == callOpen || kind == callOpenat) && callPath(n, kind) == "/dev/tty" {
-		g.send(n.ID, unix.ENXIO)
-		return true
+	if kind == callOpen || kind == callOpenat {
+		if call, errno := readCall(n, kind); errno == 0 && call.path == "/dev/tty" {
+			g.send(n.ID, unix.ENXIO)
+			return true
+		}
 	}
 	return false
 }
 
 // answer decides notification n and answers it: a connect by decide, a
 // call that opens or truncates by path by decideOpen.
-func (g *Guard) answer(n notif) {
-	if g.calls[callKey{n.Data.Arch, n.Data.Nr}] == callConnect {
+func (g *Guard) answer(n notif, kind callKind) {
+	if kind == callConnect {
 		g.send(n.ID, g.decide(n))
 		return
 	}

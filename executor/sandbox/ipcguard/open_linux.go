@@ -162,23 +162,6 @@ func readInput(n notif, c *caller, kind callKind) (*input, unix.Errno) {
 	return &input{call: call, root: root, abs: abs}, 0
 }
 
-// callPath is the path of n, an open or openat, or "" when it cannot be
-// read.
-func callPath(n notif, kind callKind) string {
-	ptr := n.Data.Args[0]
-	if kind == callOpenat {
-		ptr = n.Data.Args[1]
-	}
-	if a, _ := abiOf(n.Data.Arch); a.compat {
-		ptr = uint64(uint32(ptr))
-	}
-	p, err := readString(int(n.Pid), ptr)
-	if err != nil {
-		return ""
-	}
-	return p
-}
-
 // readCall reads notification n's arguments and path.
 func readCall(n notif, kind callKind) (*openCall, unix.Errno) {
 	a, _ := abiOf(n.Data.Arch)
@@ -569,21 +552,13 @@ func (g *Guard) create(c *caller, call *openCall, t *target) (int, unix.Errno) {
 	if c.partial {
 		return -1, needWhole // the caller's umask
 	}
-	fd := -1
-	var err error
-	werr := g.onWorker(c, func() {
-		old := unix.Umask(int(c.umask))
-		fd, err = unix.Openat(t.dir, t.name, reopenFlags(call)|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW, call.mode)
-		unix.Umask(old)
+	fd, errno := g.openAsCaller(c, func() (int, error) {
+		return unix.Openat(t.dir, t.name, reopenFlags(call)|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW, call.mode)
 	})
-	if werr != nil {
-		g.log.Warn("ipcguard: worker", zap.Error(werr))
-		return -1, unix.EACCES
-	}
-	if errnoOf(err) == unix.EEXIST && call.flags&unix.O_EXCL == 0 {
+	if errno == unix.EEXIST && call.flags&unix.O_EXCL == 0 {
 		return -1, unix.EAGAIN
 	}
-	return fd, errnoOf(err)
+	return fd, errno
 }
 
 // tmpfile makes an unnamed file in the directory t names (O_TMPFILE).
@@ -591,14 +566,23 @@ func (g *Guard) tmpfile(c *caller, call *openCall, t *target) (int, unix.Errno) 
 	if c.partial {
 		return -1, needWhole // the caller's umask
 	}
+	return g.openAsCaller(c, func() (int, error) {
+		return unix.Openat(t.pin, ".", call.flags&^unix.O_CLOEXEC|unix.O_CLOEXEC, call.mode)
+	})
+}
+
+// openAsCaller runs open on a worker with c's identity and umask: EACCES
+// where no worker can take that identity.
+func (g *Guard) openAsCaller(c *caller, open func() (int, error)) (int, unix.Errno) {
 	fd := -1
 	var err error
 	werr := g.onWorker(c, func() {
 		old := unix.Umask(int(c.umask))
-		fd, err = unix.Openat(t.pin, ".", call.flags&^unix.O_CLOEXEC|unix.O_CLOEXEC, call.mode)
+		fd, err = open()
 		unix.Umask(old)
 	})
 	if werr != nil {
+		g.log.Warn("ipcguard: worker", zap.Error(werr))
 		return -1, unix.EACCES
 	}
 	return fd, errnoOf(err)

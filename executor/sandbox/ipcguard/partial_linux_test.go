@@ -62,12 +62,7 @@ func writeScript(t *testing.T, g *Guard) (reads, hops int64) {
 		t.Fatal(err)
 	}
 	before, hopsBefore := statusReads.Load(), workerHops.Load()
-	th.do(func() {
-		var p *os.Process
-		if p, err = os.StartProcess(bwrap, args, &os.ProcAttr{Files: []*os.File{nil, w, os.Stderr}}); err == nil {
-			_, err = p.Wait()
-		}
-	})
+	_, err = th.run(bwrap, args, &os.ProcAttr{Files: []*os.File{nil, w, os.Stderr}})
 	w.Close()
 	reads, hops = statusReads.Load()-before, workerHops.Load()-hopsBefore
 	if err != nil {

@@ -131,6 +131,14 @@ func (g *Guard) startWorker(c *caller, key string) (*worker, error) {
 	return w, nil
 }
 
+// fsIDs are the calling thread's filesystem uid and gid:
+// setfs[ug]id(-1) changes nothing and returns the id in force.
+func fsIDs() (uid, gid uint32) {
+	u, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0)
+	g, _, _ := unix.RawSyscall(unix.SYS_SETFSGID, ^uintptr(0), 0, 0)
+	return uint32(u), uint32(g)
+}
+
 // becomeCaller gives the calling (locked) thread c's identity and drops
 // every capability it has, for good. Each is a raw system call: it
 // changes this thread only (Go's own Setuid and friends change them all).
@@ -158,10 +166,7 @@ func becomeCaller(c *caller) error {
 	}
 	unix.RawSyscall(unix.SYS_SETFSGID, uintptr(c.fsgid), 0, 0)
 	unix.RawSyscall(unix.SYS_SETFSUID, uintptr(c.fsuid), 0, 0)
-	// setfs[ug]id(-1) changes nothing and returns the id in force.
-	gid, _, _ := unix.RawSyscall(unix.SYS_SETFSGID, ^uintptr(0), 0, 0)
-	uid, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0)
-	if uint32(uid) != c.fsuid || uint32(gid) != c.fsgid {
+	if uid, gid := fsIDs(); uid != c.fsuid || gid != c.fsgid {
 		return fmt.Errorf("ipcguard: worker: cannot take uid %d gid %d", c.fsuid, c.fsgid)
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
