@@ -1,9 +1,11 @@
 package ssh
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/dsh-acp/dsh-acp/executor"
 	"github.com/dsh-acp/dsh-acp/executor/engine"
 	"github.com/dsh-acp/dsh-acp/executor/executortest"
 	"github.com/dsh-acp/dsh-acp/internal/sshdtest"
@@ -34,4 +36,19 @@ func newTestExecutor(t *testing.T, cfg Config) *Executor {
 	}
 	executortest.ShutDownAtEnd(t, e, 20*time.Second)
 	return e
+}
+
+// runIn runs cmd at level with ws as the session's directory (and roots
+// as its additional ones) and fails the test if it cannot run.
+func runIn(t *testing.T, e *Executor, ws string, level executor.Level, roots []string, cmd string) executor.Result {
+	t.Helper()
+	spec, err := e.Resolve(executor.Request{Command: cmd, SessionCwd: ws, Level: level, Roots: roots})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(context.Background(), spec, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", level, err)
+	}
+	return res
 }

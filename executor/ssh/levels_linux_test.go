@@ -55,15 +55,7 @@ func TestRemoteLevels(t *testing.T) {
 	e := newTestExecutor(t, testConfig(t, srv))
 	run := func(level executor.Level, cmd string) executor.Result {
 		t.Helper()
-		spec, err := e.Resolve(executor.Request{Command: cmd, SessionCwd: ws, Level: level})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := e.Run(context.Background(), spec, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", level, err)
-		}
-		return res
+		return runIn(t, e, ws, level, nil, cmd)
 	}
 	res := run(executor.LevelWorkspace, `touch ../sibling/out; touch in && echo wrote; cat "$DOCKER_CONFIG/config.json"; echo evil >> .git/config; true`)
 	out := string(res.Combined)

@@ -1,7 +1,6 @@
 package ssh
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,15 +32,7 @@ func TestRemoteAdditionalDirectories(t *testing.T) {
 	e := newTestExecutor(t, testConfig(t, srv))
 	run := func(level executor.Level, roots []string, cmd string) executor.Result {
 		t.Helper()
-		spec, err := e.Resolve(executor.Request{Command: cmd, SessionCwd: ws, Level: level, Roots: roots})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := e.Run(context.Background(), spec, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", level, err)
-		}
-		return res
+		return runIn(t, e, ws, level, roots, cmd)
 	}
 	cmd := "echo x > " + second + "/f; echo y > " + other + "/g; echo evil >> " + second + "/.git/config; true"
 	res := run(executor.LevelWorkspace, []string{second}, cmd)

@@ -19,15 +19,7 @@ import (
 // flush allocates a small fraction of the output, and the journal reads
 // the whole output back.
 func TestCheckpointAllocatesLittle(t *testing.T) {
-	store, err := replay.OpenStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	j, err := store.Create("s1", "/w", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, j := newJournal(t)
 	var c checkpoints
 	c.write = func(ev event.Event) {
 		if err := j.Append(ev); err != nil {
@@ -75,15 +67,7 @@ func (n *notices) Notice(x presentation.Notice) { n.got = append(n.got, x) }
 // A journal that cannot write is told once, with the cause, however many
 // writes fail after it; streaming events are never written.
 func TestFailureToldOnce(t *testing.T) {
-	store, err := replay.OpenStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	j, err := store.Create("s1", "/w", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, j := newJournal(t)
 	var tell notices
 	s := New(j, zap.NewNop(), "s1", &tell)
 	defer s.Close()
@@ -122,4 +106,20 @@ func TestKeptNoteAndRootCause(t *testing.T) {
 	if got := rootCause(fmt.Errorf("write: %w", errors.Join(errors.New("first"), fmt.Errorf("sync: %w", inner)))); got != inner.Error() {
 		t.Errorf("rootCause = %q", got)
 	}
+}
+
+// newJournal is a store of its own, closed with the test, and session s1's
+// journal in it.
+func newJournal(t *testing.T) (*replay.Store, *replay.Journal) {
+	t.Helper()
+	store, err := replay.OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	j, err := store.Create("s1", "/w", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, j
 }
