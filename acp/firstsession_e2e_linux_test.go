@@ -23,17 +23,8 @@ import (
 // cached).
 func TestFirstSessionNewPath(t *testing.T) {
 	d, trace := startTraced(t, 512, "trace=%file,read,write,flock,fsync,fdatasync,sync_file_range,ppoll", "DSH_SANDBOX=")
-	a := d.Agent
 	sid := d.newSession(t.TempDir())
-	a.CloseStdin()
-	if err := a.Wait(ctxT(t)); err != nil {
-		t.Fatalf("daemon exit: %v", err)
-	}
-	b, err := os.ReadFile(trace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := firstSessionPath(t, strings.Split(string(b), "\n"))
+	path := firstSessionPath(t, endTrace(t, d, trace))
 	created, header, walks := false, false, 0
 	walkEnd := bwrapWalkEnd()
 	for _, l := range path {

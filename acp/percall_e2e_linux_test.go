@@ -33,6 +33,21 @@ func startTraced(t *testing.T, size int, filter, sandboxEnv string) (*daemon, st
 	return &daemon{Agent: a, t: t, stateDir: state}, trace
 }
 
+// endTrace ends the traced daemon d (stdin closed, a clean exit) and
+// returns its trace's lines.
+func endTrace(t *testing.T, d *daemon, trace string) []string {
+	t.Helper()
+	d.CloseStdin()
+	if err := d.Wait(ctxT(t)); err != nil {
+		t.Fatalf("daemon exit: %v", err)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(string(b), "\n")
+}
+
 // traceLine is one line of `strace -f -o`: the pid, then the call.
 var traceLine = regexp.MustCompile(`^\d+\s+(\w+)\((\d+)?`)
 
@@ -56,15 +71,7 @@ func TestBangTurnJournalWrites(t *testing.T) {
 			t.Fatalf("%s: %v, stopReason %q", cmd, err, r.StopReason)
 		}
 	}
-	a.CloseStdin()
-	if err := a.Wait(ctxT(t)); err != nil {
-		t.Fatalf("daemon exit: %v", err)
-	}
-	b, err := os.ReadFile(trace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	calls := traceTurn(t, strings.Split(string(b), "\n"), sid, marker)
+	calls := traceTurn(t, endTrace(t, d, trace), sid, marker)
 	writes := 0
 	resultWritten, finalCard := false, false
 	for _, c := range calls {
