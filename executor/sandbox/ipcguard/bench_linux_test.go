@@ -85,26 +85,32 @@ func pairedMedian(tb testing.TB, n int, a, b func() error) (ma, mb time.Duration
 	return ta[n/2], tbs[n/2], ratios[n/2]
 }
 
-// BenchmarkSandboxStart: `bwrap … bash -c true` (the no-network sandbox)
-// started from a plain locked thread and from a guarded one, paired call
-// by call. The guard costs nothing per call that does not connect.
-func BenchmarkSandboxStart(b *testing.B) {
+// bwrapTrue returns what starts `bwrap … bash -c true` (the no-network
+// sandbox, in a workspace of its own) from a thread and waits for it.
+func bwrapTrue(b *testing.B) func(thread) func() error {
+	b.Helper()
 	requireTools(b, -1)
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
 		b.Fatal(err)
 	}
-	g := New(Config{})
-	defer g.Close()
-	plain, guarded := newThread(b, nil), newThread(b, g)
-	ws := b.TempDir()
-	args := append(append([]string{"bwrap"}, bwrapArgs(nil, ws)...), "--", "bash", "-c", "true")
-	start := func(th thread) func() error {
+	args := append(append([]string{"bwrap"}, bwrapArgs(nil, b.TempDir())...), "--", "bash", "-c", "true")
+	return func(th thread) func() error {
 		return func() error {
 			_, err := th.run(bwrap, args, &os.ProcAttr{Files: []*os.File{nil, nil, os.Stderr}})
 			return err
 		}
 	}
+}
+
+// BenchmarkSandboxStart: `bwrap … bash -c true` (the no-network sandbox)
+// started from a plain locked thread and from a guarded one, paired call
+// by call. The guard costs nothing per call that does not connect.
+func BenchmarkSandboxStart(b *testing.B) {
+	start := bwrapTrue(b)
+	g := New(Config{})
+	defer g.Close()
+	plain, guarded := newThread(b, nil), newThread(b, g)
 	b.ResetTimer()
 	mp, mg, ratio := pairedMedian(b, max(b.N, 50), start(plain), start(guarded))
 	b.ReportMetric(float64(mp.Microseconds()), "plain-µs")
@@ -238,24 +244,12 @@ func BenchmarkGitCommit(b *testing.B) {
 // the file rules), paired: what the file rules add to a call (bubblewrap's
 // set-up writes, let through, and bash's open of /dev/tty).
 func BenchmarkFileRulesStart(b *testing.B) {
-	requireTools(b, -1)
-	bwrap, err := exec.LookPath("bwrap")
-	if err != nil {
-		b.Fatal(err)
-	}
+	start := bwrapTrue(b)
 	whole, sockets := New(Config{}), New(Config{})
 	sockets.rules = rules{sockets: true}
 	defer whole.Close()
 	defer sockets.Close()
 	after, before := newThread(b, whole), newThread(b, sockets)
-	ws := b.TempDir()
-	args := append(append([]string{"bwrap"}, bwrapArgs(nil, ws)...), "--", "bash", "-c", "true")
-	start := func(th thread) func() error {
-		return func() error {
-			_, err := th.run(bwrap, args, &os.ProcAttr{Files: []*os.File{nil, nil, os.Stderr}})
-			return err
-		}
-	}
 	b.ResetTimer()
 	mb, ma, ratio := pairedMedian(b, max(b.N, 50), start(before), start(after))
 	b.ReportMetric(float64(mb.Microseconds()), "sockets-only-µs")
