@@ -40,8 +40,8 @@ var (
 // (*HostKeyError), is an error and nothing runs.
 func (s *Spawner) Spawn(cmd engine.Command) (engine.Process, error) {
 	spec := cmd.Spec
-	var wrapper string
-	if spec.Level != executor.LevelOff && spec.Level != "" {
+	confined := spec.Level != executor.LevelOff && spec.Level != ""
+	if confined {
 		if !spec.Level.Confined() {
 			_, err := executor.ParseLevel(string(spec.Level))
 			return nil, fmt.Errorf("%w: %w", executor.ErrSandbox, err)
@@ -52,7 +52,6 @@ func (s *Spawner) Spawn(cmd engine.Command) (engine.Process, error) {
 		if !path.IsAbs(spec.Workspace) {
 			return nil, fmt.Errorf("%w %q: the workspace is not an absolute path", executor.ErrWorkdir, spec.Workspace)
 		}
-		wrapper = sandbox.RemoteWrapper(spec.Level, spec.Workspace, "__dsh_s", "__dsh_pre", remoteRoots(spec)...)
 	}
 	if !path.IsAbs(spec.Workdir) {
 		return nil, fmt.Errorf("%w %q: not an absolute path", executor.ErrWorkdir, spec.Workdir)
@@ -71,6 +70,12 @@ func (s *Spawner) Spawn(cmd engine.Command) (engine.Process, error) {
 		cancel()
 		if err != nil {
 			return nil, err
+		}
+		var wrapper string
+		if confined {
+			if wrapper, err = remoteWrapper(spec, c.spillDir); err != nil {
+				return nil, err
+			}
 		}
 		p, err := c.start(&launch{
 			marker:   newMarker(),
@@ -137,6 +142,24 @@ func lastLine(s string) string {
 		return s[i+1:]
 	}
 	return s
+}
+
+// remoteWrapper is the sandbox wrapper for spec on a host whose spill
+// directory is spillDir ("" when the hello could not make one): the state
+// directory above it is hidden and holds the placeholder registry, the
+// session's spill directory is shown read-only. A writable level without a
+// state directory is refused.
+func remoteWrapper(spec executor.Spec, spillDir string) (string, error) {
+	if spillDir == "" && spec.Level.Writable() {
+		return "", fmt.Errorf("%w: the host has no usable state directory for the sandbox's placeholder registry (see the daemon's log)", executor.ErrSandbox)
+	}
+	rs := sandbox.RemoteSpec{Level: spec.Level, Workspace: spec.Workspace, Roots: remoteRoots(spec), ScriptVar: "__dsh_s", Pre: "__dsh_pre",
+		AllowNewRepository: spec.AllowNewRepository}
+	if spillDir != "" {
+		rs.StateDir = path.Dir(spillDir)
+		rs.SpillDir = spillDir + "/" + ownerDirName(spec.Owner)
+	}
+	return sandbox.RemoteWrapper(rs), nil
 }
 
 // remoteRoots are spec's additional directories as the host's sandbox

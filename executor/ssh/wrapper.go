@@ -78,8 +78,8 @@ type launch struct {
 	private  bool     // export holds Spec.Env: keep it off the command line
 	registry string   // the supervisor's registry file
 	// sandbox, when set, is the bash (sandbox.RemoteWrapper) that runs the
-	// script ($__dsh_s) inside the host's bubblewrap in place of the
-	// shell, after the words of the array __dsh_pre.
+	// script ($__dsh_s) inside the host's bubblewrap, after the words of
+	// the array __dsh_pre, and ends the shell with its status.
 	sandbox string
 }
 
@@ -156,8 +156,9 @@ func (l *launch) prelude(inline bool) string {
 	}
 	switch {
 	case l.sandbox != "":
-		// The launcher replaces the shell: the group leader keeps its pid
-		// and start time, as registered.
+		// The wrapper stays the group leader (its pid and start time, as
+		// registered, own its placeholders), waits for the launcher and
+		// exits with its status; read-only levels exec the launcher.
 		pre := ""
 		if len(u) > 0 {
 			pre = "env " + strings.Join(u, " ")
