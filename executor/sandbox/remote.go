@@ -80,7 +80,7 @@ var RemoteProbe = func() string {
 		names = append(names, t[0])
 	}
 	return `for __dsh_p in ` + strings.Join(names, " ") + `; do command -v "$__dsh_p" >/dev/null || exit 3; done && ` +
-		`realpath -e -- / >/dev/null && stat -c '%d %i %s %f %n' -- / >/dev/null && ` +
+		`realpath -z -e -- / >/dev/null && stat -c '%d %i %s %f %n' -- / >/dev/null && ` +
 		`unshare --user --map-current-user --pid --fork --kill-child -- bwrap --die-with-parent --unshare-pid --unshare-user ` +
 		`--disable-userns --cap-drop ALL --unshare-net --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp -- true`
 }()
@@ -117,12 +117,30 @@ func RemoteWrapper(s RemoteSpec) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...); b.WriteString("\n") }
 	w(`__dsh_fail() { printf 'dsh-acp: %%s\n' "$1" >&2; exit 126; }`)
-	w(`__dsh_w=$(realpath -e -- %s 2>/dev/null) || __dsh_fail %s`, shq(s.Workspace), shq("the workspace "+s.Workspace+" does not exist on the host"))
-	w(`__dsh_r=("$__dsh_w")`)
+	// Every path the wrapper resolves, in one realpath: the workspace, the
+	// roots, the state directory, the home and the hidden paths that
+	// exist ("/" stands for none). Forks are what a wrapper costs.
+	w(`__dsh_h=(); %s`, strings.Join(remoteHidden(), "; "))
+	c := []string{shq(s.Workspace)}
 	for _, r := range s.Roots {
-		w(`__dsh_x=$(realpath -e -- %s 2>/dev/null) || __dsh_fail %s; __dsh_r+=("$__dsh_x")`,
-			shq(r), shq("the additional directory "+r+" does not exist on the host"))
+		c = append(c, shq(r))
 	}
+	state := "/"
+	if s.StateDir != "" {
+		state = s.StateDir
+	}
+	w(`__dsh_c=(%s %s "${HOME:-/}"); __dsh_n=${#__dsh_c[@]}; for __dsh_p in "${__dsh_h[@]}"; do [ -e "$__dsh_p" ] && __dsh_c+=("$__dsh_p"); done`,
+		strings.Join(c, " "), shq(state))
+	w(`__dsh_z=(); while IFS= read -r -d '' __dsh_x; do __dsh_z+=("$__dsh_x"); done < <(realpath -z -e -- "${__dsh_c[@]}" 2>/dev/null)`)
+	w(`if [ ${#__dsh_z[@]} -ne ${#__dsh_c[@]} ]; then __dsh_z=(); for __dsh_p in "${__dsh_c[@]}"; do __dsh_x=$(realpath -e -- "$__dsh_p" 2>/dev/null) || __dsh_x=; __dsh_z+=("$__dsh_x"); done; fi`)
+	w(`__dsh_w=${__dsh_z[0]}; [ -n "$__dsh_w" ] || __dsh_fail %s; __dsh_r=("$__dsh_w")`, shq("the workspace "+s.Workspace+" does not exist on the host"))
+	for i, r := range s.Roots {
+		w(`[ -n "${__dsh_z[%d]}" ] || __dsh_fail %s; __dsh_r+=("${__dsh_z[%d]}")`, i+1, shq("the additional directory "+r+" does not exist on the host"), i+1)
+	}
+	w(`__dsh_st=${__dsh_z[__dsh_n-2]}; [ "$__dsh_st" = / ] && __dsh_st=; __dsh_hm=${__dsh_z[__dsh_n-1]}; [ -n "${HOME-}" ] || __dsh_hm=`)
+	// The hidden paths, resolved (needed for the pins before their mounts).
+	w(`__dsh_hd=(); __dsh_hf=(); for __dsh_x in "${__dsh_z[@]:__dsh_n}"; do [ -n "$__dsh_x" ] && [ "$__dsh_x" != / ] || continue; ` +
+		`if [ -d "$__dsh_x" ]; then __dsh_hd+=("$__dsh_x"); else __dsh_hf+=("$__dsh_x"); fi; done`)
 	w(`__dsh_a=(--die-with-parent --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try --unshare-user --disable-userns --cap-drop ALL)`)
 	if !s.Level.Network() {
 		w(`__dsh_a+=(--unshare-net)`)
@@ -135,14 +153,6 @@ func RemoteWrapper(s RemoteSpec) string {
 		bind = "--bind"
 	}
 	w(`for __dsh_d in "${__dsh_r[@]}"; do __dsh_a+=(%s "$__dsh_d" "$__dsh_d"); done`, bind)
-	w(`__dsh_st=`)
-	if s.StateDir != "" {
-		w(`__dsh_st=$(realpath -e -- %s 2>/dev/null); [ "$__dsh_st" = / ] && __dsh_st=`, shq(s.StateDir))
-	}
-	// The hidden paths, resolved (needed for the pins before their mounts).
-	w(`__dsh_h=(%s); __dsh_hd=(); __dsh_hf=()`, strings.Join(remoteHidden(), " "))
-	w(`for __dsh_p in "${__dsh_h[@]}"; do [ -n "$__dsh_p" ] || continue; __dsh_q=$(realpath -e -- "$__dsh_p" 2>/dev/null) || continue; ` +
-		`[ "$__dsh_q" = / ] && continue; if [ -d "$__dsh_q" ]; then __dsh_hd+=("$__dsh_q"); else __dsh_hf+=("$__dsh_q"); fi; done`)
 	w(`__dsh_sp=`)
 	if rel, ok := strings.CutPrefix(s.SpillDir, strings.TrimSuffix(s.StateDir, "/")+"/"); ok && s.StateDir != "" {
 		w(`[ -n "$__dsh_st" ] && __dsh_sp=$__dsh_st/%s`, shq(rel))
@@ -170,7 +180,7 @@ func RemoteWrapper(s RemoteSpec) string {
 		launch = `"${` + s.Pre + `[@]}" ` + launch
 	}
 	if !s.Level.Writable() {
-		w(`unset -v __dsh_p __dsh_q __dsh_h __dsh_hd __dsh_hf __dsh_d __dsh_r __dsh_x __dsh_st __dsh_sp; exec %s`, launch)
+		w(`unset -v __dsh_p __dsh_q __dsh_h __dsh_hd __dsh_hf __dsh_d __dsh_r __dsh_x __dsh_st __dsh_sp __dsh_c __dsh_z __dsh_n __dsh_hm; exec %s`, launch)
 		return b.String()
 	}
 	w(`if [ -n "$__dsh_g" ]; then __dsh_release; trap - "$__dsh_g"; kill -s "$__dsh_g" $$; exit 143; fi`)
@@ -204,7 +214,8 @@ const remoteLib = `__dsh_in() { [ "$2" = / ] || [ "$1" = "$2" ] || [[ $1 == "$2"
 __dsh_pin() { local d=${1%/*}; while [ -n "$d" ] && [ "$d" != "$2" ] && __dsh_in "$d" "$2"; do __dsh_P[$d]=1; d=${d%/*}; done; }
 __dsh_ent() {
   local w=$1 p=$2 k=$3 c=${4-} q par
-  if [ -n "${5-}" ]; then p=$(realpath -m -- "$p" 2>/dev/null) || return; [ "$p" != "$w" ] && __dsh_in "$p" "$w" || return; fi
+  if [ "${5-}" = s ]; then q=$w; par=${p#"$w"/}; while [[ $par == */* ]]; do q=$q/${par%%/*}; par=${par#*/}; [ -L "$q" ] && { set -- "$1" "$2" "$3" "$c" r; break; }; done; fi
+  if [ "${5-}" = r ]; then p=$(realpath -m -- "$p" 2>/dev/null) || return; [ "$p" != "$w" ] && __dsh_in "$p" "$w" || return; fi
   q=$p; while [ "$q" != "$w" ] && __dsh_in "$q" "$w"; do
     if [ -n "${__dsh_H[$q]+x}" ]; then __dsh_M[$q]=${__dsh_H[$q]}; __dsh_ro+=("$q"); __dsh_pin "$q" "$w"; return; fi
     q=${q%/*}
@@ -310,13 +321,12 @@ __dsh_protect() {
   __dsh_lock || __dsh_fail "the placeholder registry in $__dsh_st cannot be locked (flock)"
   __dsh_load; __dsh_S=(); for p in "${!__dsh_D[@]}"; do __dsh_S[$p]=${__dsh_D[$p]}; done; __dsh_remove
   [ ${#__dsh_Df[@]} -gt 0 ] && rm -f -- "${__dsh_Df[@]}"
-  __dsh_hm=; [ -n "$HOME" ] && __dsh_hm=$(realpath -e -- "$HOME" 2>/dev/null)
   for i in "${!__dsh_r[@]}"; do
     w=${__dsh_r[i]}
     for rel in "${__dsh_dp[@]}"; do __dsh_ent "$w" "$w/$rel" d; done
     if [ "$i" != 0 ] || [ -z "$1" ] || [ -e "$w/.git" ] || [ -L "$w/.git" ]; then __dsh_repo "$w" "$w/.git"; fi
     if [ -n "$__dsh_hm" ] && __dsh_in "$__dsh_hm" "$w"; then
-      for rel in "${__dsh_hp[@]}"; do if [[ $rel == */* ]]; then __dsh_ent "$w" "$__dsh_hm/$rel" d "" r; else __dsh_ent "$w" "$__dsh_hm/$rel" "${__dsh_hk[$rel]-d}"; fi; done
+      for rel in "${__dsh_hp[@]}"; do if [[ $rel == */* ]]; then __dsh_ent "$w" "$__dsh_hm/$rel" d "" s; else __dsh_ent "$w" "$__dsh_hm/$rel" "${__dsh_hk[$rel]-d}"; fi; done
     fi
     __dsh_nested "$w"
     __dsh_hooks "$w"
@@ -378,11 +388,13 @@ func remoteTables() string {
 // configuration files"); an empty file is a valid empty config.
 var remoteFilePlaceholders = map[string]bool{".gitconfig": true}
 
-// remoteHidden is the Credentials table as bash words for the host: the
-// home's entries, both config and data places, and the variables' values
-// (split at colons).
+// remoteHidden is the Credentials table as bash statements appending the
+// host's candidate paths to the array __dsh_h, without a fork: the home's
+// entries, both config and data places, and the variables' values (split
+// at colons).
 func remoteHidden() []string {
 	var out []string
+	add := func(base, rel string) string { return `__dsh_h+=(` + base + shq(rel) + `)` }
 	for _, c := range Credentials {
 		rel := ""
 		if c.Path != "" {
@@ -390,15 +402,15 @@ func remoteHidden() []string {
 		}
 		switch {
 		case c.Base == "~":
-			out = append(out, `"$HOME"`+shq(rel))
+			out = append(out, add(`"$HOME"`, rel))
 		case c.Base == "config":
-			out = append(out, `"$HOME/.config"`+shq(rel), `"${XDG_CONFIG_HOME:+$XDG_CONFIG_HOME`+strings.ReplaceAll(rel, `"`, ``)+`}"`)
+			out = append(out, add(`"$HOME/.config"`, rel), `[ -n "${XDG_CONFIG_HOME-}" ] && `+add(`"$XDG_CONFIG_HOME"`, rel))
 		case c.Base == "data":
-			out = append(out, `"$HOME/.local/share"`+shq(rel), `"${XDG_DATA_HOME:+$XDG_DATA_HOME`+strings.ReplaceAll(rel, `"`, ``)+`}"`)
+			out = append(out, add(`"$HOME/.local/share"`, rel), `[ -n "${XDG_DATA_HOME-}" ] && `+add(`"$XDG_DATA_HOME"`, rel))
 		case strings.HasPrefix(c.Base, "$"):
 			v := c.Base[1:]
 			// Every colon-separated element, with rel after it.
-			out = append(out, `$(IFS=:; for __dsh_x in ${`+v+`-}; do printf '%s\n' "$__dsh_x"`+shq(rel)+`; done)`)
+			out = append(out, `[ -n "${`+v+`-}" ] && { IFS=: read -r -a __dsh_y <<< "$`+v+`"; for __dsh_x in "${__dsh_y[@]}"; do [ -n "$__dsh_x" ] && `+add(`"$__dsh_x"`, rel)+`; done; }`)
 		}
 	}
 	return out

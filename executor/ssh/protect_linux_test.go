@@ -183,9 +183,14 @@ func must(t *testing.T, err error) {
 //   - git add, commit, branch, stash, checkout and rebase still work;
 //   - git init is refused without Spec.AllowNewRepository and goes through
 //     with it;
+//   - a command stopped by TERM (the engine's stop) gets the TERM, exits as
+//     it chooses, and its placeholders are removed;
 //   - a SIGKILLed command's placeholders are removed by the next command;
 //   - of two concurrent commands, the first one's end does not free .envrc
-//     for the second.
+//     for the second;
+//   - the remote state directory is hidden (the registry, the
+//     supervisor's files, other sessions' spill files), except the
+//     session's own spill directory, readable.
 func TestRemoteProtection(t *testing.T) {
 	for _, nobody := range remoteUsers(t) {
 		name := "self"
@@ -198,7 +203,9 @@ func TestRemoteProtection(t *testing.T) {
 			t.Run("rename parent", h.testRenameParent)
 			t.Run("git work", h.testGitWork)
 			t.Run("new repository", h.testNewRepository)
+			t.Run("terminated", h.testTerminated)
 			t.Run("killed", h.testKilled)
+			t.Run("state hidden", h.testStateHidden)
 			t.Run("concurrent", h.testConcurrent)
 		})
 	}
@@ -247,7 +254,7 @@ func (h *protHost) testRenameParent(t *testing.T) {
 
 func (h *protHost) testGitWork(t *testing.T) {
 	h.t = t
-	before := h.listing()
+	status := h.git(h.ws, "status", "--porcelain")
 	script := `set -e; export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t
 m=$(git symbolic-ref --short HEAD)
 git branch side; git checkout -q side; echo side > side.txt; git add side.txt; git commit -qm side
@@ -258,7 +265,9 @@ git checkout -q "$m"; git branch -q -D side; git reset -q --hard HEAD~1; echo ok
 	if res := h.run(script); !strings.HasSuffix(string(res.Stdout), "ok\n") {
 		t.Fatalf("git work at workspace failed: exit %d: %q", res.ExitCode, res.Combined)
 	}
-	_ = before
+	if st := h.git(h.ws, "status", "--porcelain"); st != status {
+		t.Errorf("after git work the host's git status is %q, was %q", st, status)
+	}
 }
 
 func (h *protHost) testNewRepository(t *testing.T) {
@@ -302,19 +311,7 @@ func (h *protHost) testKilled(t *testing.T) {
 	h.t = t
 	before := h.listing()
 	envrc := filepath.Join(h.ws, ".envrc")
-	ready := make(chan struct{}, 1)
-	done := make(chan executor.Result, 1)
-	go func() {
-		res, _ := h.e.Run(context.Background(), h.spec("echo ready; sleep 30"), func(c executor.Chunk) {
-			if strings.Contains(string(c.Data), "ready") {
-				select {
-				case ready <- struct{}{}:
-				default:
-				}
-			}
-		})
-		done <- res
-	}()
+	ready, done := h.startRun(context.Background(), h.spec("echo ready; sleep 30"))
 	select {
 	case <-ready:
 	case res := <-done:
@@ -340,24 +337,9 @@ func (h *protHost) testConcurrent(t *testing.T) {
 	wait := func(flag string) string {
 		return "echo ready; while [ ! -e " + flag + " ]; do sleep 0.02; done; "
 	}
-	start := func(cmd string) (chan struct{}, chan executor.Result) {
-		ready, done := make(chan struct{}, 1), make(chan executor.Result, 1)
-		go func() {
-			res, _ := h.e.Run(context.Background(), h.spec(cmd), func(c executor.Chunk) {
-				if strings.Contains(string(c.Data), "ready") {
-					select {
-					case ready <- struct{}{}:
-					default:
-					}
-				}
-			})
-			done <- res
-		}()
-		return ready, done
-	}
-	readyA, doneA := start(wait(goA) + "true")
+	readyA, doneA := h.startRun(context.Background(), h.spec(wait(goA)+"true"))
 	<-readyA
-	readyB, doneB := start(wait(goB) + "echo planted > .envrc && echo CREATED; true")
+	readyB, doneB := h.startRun(context.Background(), h.spec(wait(goB)+"echo planted > .envrc && echo CREATED; true"))
 	<-readyB
 	must(t, os.WriteFile(goA, nil, 0o644))
 	<-doneA
@@ -367,4 +349,69 @@ func (h *protHost) testConcurrent(t *testing.T) {
 		t.Errorf("the second command created .envrc after the first ended: %q", res.Combined)
 	}
 	h.sameListing("after two concurrent commands", before)
+}
+
+// startRun runs spec in the background; ready is signalled when its output
+// says "ready".
+func (h *protHost) startRun(ctx context.Context, spec executor.Spec) (ready chan struct{}, done chan executor.Result) {
+	ready, done = make(chan struct{}, 1), make(chan executor.Result, 1)
+	go func() {
+		res, _ := h.e.Run(ctx, spec, func(c executor.Chunk) {
+			if strings.Contains(string(c.Data), "ready") {
+				select {
+				case ready <- struct{}{}:
+				default:
+				}
+			}
+		})
+		done <- res
+	}()
+	return ready, done
+}
+
+func (h *protHost) testTerminated(t *testing.T) {
+	h.t = t
+	before := h.listing()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready, done := h.startRun(ctx, h.spec("trap 'echo got-term; exit 7' TERM; echo ready; sleep 30 & wait"))
+	select {
+	case <-ready:
+	case res := <-done:
+		t.Fatalf("the command ended early: %q", res.Combined)
+	}
+	if !exists(filepath.Join(h.ws, ".envrc")) {
+		t.Fatal("no placeholder for .envrc while the command runs")
+	}
+	cancel() // the engine's stop: TERM, grace, KILL
+	res := <-done
+	if res.ExitCode != 7 || !strings.Contains(string(res.Stdout), "got-term") {
+		t.Errorf("stopped: exit %d signal %q output %q; want the command's own exit 7 after its TERM trap", res.ExitCode, res.Signal, res.Combined)
+	}
+	h.sameListing("after a stopped command", before)
+}
+
+func (h *protHost) testStateHidden(t *testing.T) {
+	h.t = t
+	state := h.cfg.RemoteStateDir
+	mine, theirs := filepath.Join(state, "spill", ownerDirName(""), "mine.log"), filepath.Join(state, "spill", "o-other", "theirs.log")
+	for _, f := range []string{mine, theirs} {
+		must(t, os.MkdirAll(filepath.Dir(f), 0o700))
+		must(t, os.WriteFile(f, []byte("content of "+filepath.Base(f)+"\n"), 0o600))
+		if h.uid >= 0 {
+			must(t, os.Chown(filepath.Dir(f), h.uid, h.uid))
+			must(t, os.Chown(f, h.uid, h.uid))
+		}
+	}
+	for _, level := range []executor.Level{executor.LevelWorkspace, executor.LevelReadOnly} {
+		res := runIn(t, h.e, h.ws, level, nil, "cat "+mine+" "+theirs+"; ls -A "+state+"/placeholders "+state+"; echo >> "+mine+"; true")
+		out := string(res.Combined)
+		if !strings.Contains(out, "content of mine.log") || strings.Contains(out, "content of theirs.log") ||
+			strings.Contains(out, "lock") || strings.Contains(out, ".groups") {
+			t.Errorf("%s: the state directory as the command sees it: %q", level, out)
+		}
+		if b, _ := os.ReadFile(mine); string(b) != "content of mine.log\n" {
+			t.Errorf("%s: the session's spill file was written: %q", level, b)
+		}
+	}
 }
