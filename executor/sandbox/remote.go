@@ -55,7 +55,10 @@ import (
 //
 // Known limits of the remote form: no start gate (the local gate_linux.go:
 // bwrap ties itself to unshare with --die-with-parent, and unshare is not
-// tied to the wrapper); no IPC guard; no check that a workspace is still
+// tied to the wrapper; the connection's end stops the group); no IPC
+// guard (path sockets and FIFOs reachable, hard-link writes not copied);
+// ~/.gitconfig's placeholder is an empty file, not a directory (git stops
+// at a directory there); no check that a workspace is still
 // the directory it was, and other sessions' workspaces are not pinned
 // (the wrapper knows only its own roots); the nested search runs at every
 // command (no 30 s reuse); placeholders for a path holding a newline are

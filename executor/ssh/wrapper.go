@@ -59,9 +59,13 @@ const maxInline = 32 << 10
 // (its pid and start time, appended to the registry file), prints
 // "MARK ok PGID START" and evaluates the command in place, so the group
 // leader is the command's own shell and sshd's exit-status or exit-signal
-// is the command's. Nothing is started before the command, between the
-// header and it or after it, so the exit the channel reports cannot be the
-// wrapper's, and a command costs no process beyond its own.
+// is the command's. At LevelOff nothing is started before the command,
+// between the header and it or after it, so the exit the channel reports
+// cannot be the wrapper's, and a command costs no process beyond its own.
+// At a confined level the shell runs the sandbox wrapper
+// (sandbox.RemoteWrapper), which at the writable levels makes the
+// placeholders before the sandbox, waits for it, removes them and exits
+// with the sandbox's status.
 //
 // An inline launch (a login bash, a short script, no Spec.Stdin or Spec.Env)
 // is the exec request itself: the prelude with the script quoted in it. Any

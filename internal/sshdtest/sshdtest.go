@@ -1,7 +1,8 @@
 // Package sshdtest runs a real OpenSSH server for tests: /usr/sbin/sshd on
 // 127.0.0.1 and a free port, with a generated host key, a generated client
 // key in authorized_keys and a known_hosts file naming the host key, all in
-// a temporary directory. Tests log in as the user running them.
+// a temporary directory. Tests log in as the user running them, or (run as
+// root, Options.Nobody) as nobody, an unprivileged remote user.
 //
 //	srv := sshdtest.Start(t)
 //	// connect to srv.Addr as srv.User with srv.ClientKey, checking the
