@@ -213,7 +213,8 @@ const remoteMounts = `__dsh_fin() {
 // protection (__dsh_protect), the registry (__dsh_lock, __dsh_load,
 // __dsh_release) and the mounts (__dsh_fin). Paths are resolved; roots are
 // __dsh_r.
-const remoteLib = `__dsh_in() { [ "$2" = / ] || [ "$1" = "$2" ] || [[ $1 == "$2"/* ]]; }
+const remoteLib = `__dsh_x() { (trap '' TERM INT HUP; exec "$@"); }
+__dsh_in() { [ "$2" = / ] || [ "$1" = "$2" ] || [[ $1 == "$2"/* ]]; }
 __dsh_pin() { local d=${1%/*}; while [ -n "$d" ] && [ "$d" != "$2" ] && __dsh_in "$d" "$2"; do __dsh_P[$d]=1; d=${d%/*}; done; }
 __dsh_ent() {
   local w=$1 p=$2 k=$3 c=${4-} q par
@@ -282,9 +283,9 @@ __dsh_hooks() {
 __dsh_alive() { local s f; { read -r s < "/proc/$1/stat"; } 2>/dev/null || return 1; s=${s##*) }; f=($s); [ "${f[19]-}" = "$2" ]; }
 __dsh_lock() {
   __dsh_R=$__dsh_st/placeholders
-  [ -d "$__dsh_R" ] || mkdir -m 700 -- "$__dsh_R" 2>/dev/null
+  [ -d "$__dsh_R" ] || __dsh_x mkdir -m 700 -- "$__dsh_R" 2>/dev/null
   [ -d "$__dsh_R" ] && [ ! -L "$__dsh_R" ] && [ -O "$__dsh_R" ] || return 1
-  exec {__dsh_lk}>>"$__dsh_R/lock" && flock -w 30 "$__dsh_lk"
+  exec {__dsh_lk}>>"$__dsh_R/lock" && __dsh_x flock -w 30 "$__dsh_lk"
 }
 __dsh_unlock() { exec {__dsh_lk}>&-; }
 __dsh_load() {
@@ -306,24 +307,24 @@ __dsh_remove() {
   while read -r dev ino size f p; do
     want=${__dsh_S[$p]-}; [ -n "$want" ] || continue
     IFS=$'\x1f' read -r wd wi wk ws <<< "$want"
-    [ "$dev $ino" = "$wd $wi" ] || continue
+    [ "$dev $ino" = "$wd $wi" ] || [ "$wd" = - ] || continue
     case $wk in d) (( (0x$f & 0xF000) == 0x4000 )) && rd+=("$p");; f) (( (0x$f & 0xF000) == 0x8000 )) && [ "$size" = "$ws" ] && rf+=("$p");; esac
-  done < <(stat -c '%d %i %s %f %n' -- "${ps[@]}" 2>/dev/null)
-  [ ${#rd[@]} -gt 0 ] && rmdir -- "${rd[@]}" 2>/dev/null
-  [ ${#rf[@]} -gt 0 ] && rm -f -- "${rf[@]}"
+  done < <(trap '' TERM INT HUP; exec stat -c '%d %i %s %f %n' -- "${ps[@]}" 2>/dev/null)
+  [ ${#rd[@]} -gt 0 ] && __dsh_x rmdir -- "${rd[@]}" 2>/dev/null
+  [ ${#rf[@]} -gt 0 ] && __dsh_x rm -f -- "${rf[@]}"
   return 0
 }
 __dsh_record() {
   local p f=$__dsh_R/o-$__dsh_o
-  if [ ${#__dsh_M[@]} -eq 0 ]; then [ -e "$f" ] && rm -f -- "$f"; return 0; fi
+  if [ ${#__dsh_M[@]} -eq 0 ]; then [ -e "$f" ] && __dsh_x rm -f -- "$f"; return 0; fi
   { for p in "${!__dsh_M[@]}"; do printf '%s\x1f%s\n' "${__dsh_M[$p]}" "$p"; done; } >| "$f"
 }
 __dsh_protect() {
-  local w i rel dirs=() made=() p dev ino size f t
+  local w i rel dirs=() made=() p dev ino size f t c
   t=; { read -r t < /proc/$$/stat; } 2>/dev/null; t=${t##*) }; f=($t); __dsh_o=$$-${f[19]-0}
   __dsh_lock || __dsh_fail "the placeholder registry in $__dsh_st cannot be locked (flock)"
   __dsh_load; __dsh_S=(); for p in "${!__dsh_D[@]}"; do __dsh_S[$p]=${__dsh_D[$p]}; done; __dsh_remove
-  [ ${#__dsh_Df[@]} -gt 0 ] && rm -f -- "${__dsh_Df[@]}"
+  [ ${#__dsh_Df[@]} -gt 0 ] && __dsh_x rm -f -- "${__dsh_Df[@]}"
   for i in "${!__dsh_r[@]}"; do
     w=${__dsh_r[i]}
     for rel in "${__dsh_dp[@]}"; do __dsh_ent "$w" "$w/$rel" d; done
@@ -335,17 +336,21 @@ __dsh_protect() {
     __dsh_hooks "$w"
     for p in "${__dsh_hd[@]}" "${__dsh_hf[@]}" "$__dsh_st"; do [ "$p" != "$w" ] && __dsh_in "$p" "$w" && __dsh_pin "$p" "$w"; done
   done
+  for p in "${!__dsh_K[@]}"; do c=${__dsh_C[$p]}; __dsh_M[$p]=-$'\x1f'-$'\x1f'"${__dsh_K[$p]}"$'\x1f'"${#c}"; done
+  __dsh_record
   local o=$-; set -C
   for p in "${!__dsh_K[@]}"; do
     if [ "${__dsh_K[$p]}" = d ]; then dirs+=("$p"); else { printf '%s' "${__dsh_C[$p]}" > "$p"; } 2>/dev/null && made+=("$p"); fi
   done
   [[ $o == *C* ]] || set +C
   if [ ${#dirs[@]} -gt 0 ]; then
-    if mkdir -- "${dirs[@]}" 2>/dev/null; then made+=("${dirs[@]}"); else for p in "${dirs[@]}"; do [ -d "$p" ] && [ ! -L "$p" ] && made+=("$p"); done; fi
+    if __dsh_x mkdir -- "${dirs[@]}" 2>/dev/null; then made+=("${dirs[@]}"); else for p in "${dirs[@]}"; do [ -d "$p" ] && [ ! -L "$p" ] && made+=("$p"); done; fi
   fi
   if [ ${#made[@]} -gt 0 ]; then
-    while read -r dev ino size f p; do [ -n "${__dsh_K[$p]+x}" ] && __dsh_M[$p]="$dev"$'\x1f'"$ino"$'\x1f'"${__dsh_K[$p]}"$'\x1f'"$size"; done < <(stat -c '%d %i %s %f %n' -- "${made[@]}" 2>/dev/null)
+    while read -r dev ino size f p; do [ -n "${__dsh_K[$p]+x}" ] && __dsh_M[$p]="$dev"$'\x1f'"$ino"$'\x1f'"${__dsh_K[$p]}"$'\x1f'"$size"; done < <(trap '' TERM INT HUP; exec stat -c '%d %i %s %f %n' -- "${made[@]}" 2>/dev/null)
   fi
+  __dsh_S=(); for p in "${!__dsh_M[@]}"; do [[ ${__dsh_M[$p]} == -* ]] || __dsh_S[$p]=${__dsh_M[$p]}; done
+  __dsh_M=(); for p in "${!__dsh_S[@]}"; do __dsh_M[$p]=${__dsh_S[$p]}; done
   __dsh_record; __dsh_unlock
 }
 __dsh_release() {

@@ -2,6 +2,7 @@ package ssh
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -188,6 +189,9 @@ func must(t *testing.T, err error) {
 //   - a SIGKILLed command's placeholders are removed by the next command;
 //   - of two concurrent commands, the first one's end does not free .envrc
 //     for the second;
+//   - a dead owner's record is swept: a placeholder it made is removed
+//     (one recorded before its inode was known too), a user's entry at a
+//     recorded name (another inode, or no longer empty) is left alone;
 //   - the remote state directory is hidden (the registry, the
 //     supervisor's files, other sessions' spill files), except the
 //     session's own spill directory, readable.
@@ -205,6 +209,7 @@ func TestRemoteProtection(t *testing.T) {
 			t.Run("new repository", h.testNewRepository)
 			t.Run("terminated", h.testTerminated)
 			t.Run("killed", h.testKilled)
+			t.Run("dead records", h.testDeadRecords)
 			t.Run("state hidden", h.testStateHidden)
 			t.Run("concurrent", h.testConcurrent)
 		})
@@ -414,4 +419,41 @@ func (h *protHost) testStateHidden(t *testing.T) {
 			t.Errorf("%s: the session's spill file was written: %q", level, b)
 		}
 	}
+}
+
+func (h *protHost) testDeadRecords(t *testing.T) {
+	h.t = t
+	zed, idea, vscode := filepath.Join(h.ws, ".zed"), filepath.Join(h.ws, ".idea"), filepath.Join(h.ws, ".vscode")
+	for _, d := range []string{zed, idea, vscode} {
+		must(t, os.Mkdir(d, 0o755))
+	}
+	must(t, os.WriteFile(filepath.Join(vscode, "tasks.json"), []byte("{}"), 0o644))
+	var st syscall.Stat_t
+	must(t, syscall.Stat(vscode, &st))
+	// A pid that cannot run (above pid_max), so the owner is dead.
+	rec := strings.Join([]string{
+		"-\x1f-\x1fd\x1f0\x1f" + zed,                                    // made before its inode was known
+		"1\x1f2\x1fd\x1f0\x1f" + idea,                                   // another inode: the user's now
+		fmt.Sprintf("%d\x1f%d\x1fd\x1f0\x1f%s", st.Dev, st.Ino, vscode), // no longer empty
+	}, "\n") + "\n"
+	dir := filepath.Join(h.cfg.RemoteStateDir, "placeholders")
+	must(t, os.MkdirAll(dir, 0o700))
+	must(t, os.WriteFile(filepath.Join(dir, "o-99999999-1"), []byte(rec), 0o600))
+	if h.uid >= 0 {
+		for _, p := range []string{dir, filepath.Join(dir, "o-99999999-1"), zed, idea, vscode, filepath.Join(vscode, "tasks.json")} {
+			must(t, os.Chown(p, h.uid, h.uid))
+		}
+	}
+	h.run("true")
+	if exists(zed) {
+		t.Error("a dead owner's placeholder (recorded before its inode) was not swept")
+	}
+	if !exists(idea) || !exists(filepath.Join(vscode, "tasks.json")) {
+		t.Error("the sweep removed an entry that was not the placeholder recorded")
+	}
+	if exists(filepath.Join(dir, "o-99999999-1")) {
+		t.Error("the dead owner's record is still there")
+	}
+	must(t, os.RemoveAll(idea))
+	must(t, os.RemoveAll(vscode))
 }

@@ -88,11 +88,12 @@ type launch struct {
 }
 
 // inline reports whether l can be the exec request itself for a host whose
-// login shell is bash. The request's command is the shell's argv, which
+// login shell is bash (the script and the sandbox wrapper, 16 KiB at the
+// writable levels, within maxInline). The request's command is the shell's argv, which
 // other users of the host can read: a script may be there (a local
 // command's is too), Spec.Env may not.
 func (l *launch) inline(loginBash bool) bool {
-	return loginBash && len(l.script) <= maxInline && len(l.stdin) == 0 && !l.private
+	return loginBash && len(l.script)+len(l.sandbox) <= maxInline && len(l.stdin) == 0 && !l.private
 }
 
 // request returns the exec request's command and what the channel's stdin
