@@ -64,14 +64,19 @@ import (
 // command (no 30 s reuse); placeholders for a path holding a newline are
 // not made (its name is not held); if the directories' mkdir fails as a
 // whole (a name created by someone else in the same instant) the
-// directories present afterwards count as made; a KILL between making
-// the placeholders and writing the record leaves them unrecorded.
+// directories present afterwards count as made. Placeholders are
+// recorded before they are made, their inode unknown ("-"), and again
+// once made: a wrapper KILLed in between leaves entries the sweep removes
+// only while each is an empty directory or a regular file of the planned
+// size. The helpers (mkdir, stat, rm, flock) run with TERM, INT and HUP
+// ignored, so a TERM cannot cut a placeholder's making, recording or
+// removal short; the wrapper alone handles them.
 
 // RemoteTools are the programs RemoteWrapper runs on the host, each with
 // the package that has it; RemoteProbe checks every one.
 var RemoteTools = [][2]string{
 	{"bwrap", "bubblewrap"}, {"unshare", "util-linux"}, {"flock", "util-linux"},
-	{"realpath", "coreutils"}, {"stat", "coreutils"}, {"mkdir", "coreutils"}, {"rmdir", "coreutils"}, {"rm", "coreutils"},
+	{"realpath", "coreutils"}, {"stat", "coreutils"}, {"mkdir", "coreutils"}, {"rm", "coreutils"},
 }
 
 // RemoteProbe is bash that exits 0 where RemoteWrapper can run: the
@@ -83,7 +88,7 @@ var RemoteProbe = func() string {
 		names = append(names, t[0])
 	}
 	return `for __dsh_p in ` + strings.Join(names, " ") + `; do command -v "$__dsh_p" >/dev/null || exit 3; done && ` +
-		`realpath -z -e -- / >/dev/null && stat -c '%d %i %s %f %n' -- / >/dev/null && ` +
+		`realpath -z -e -- / >/dev/null && stat -c '%d %i %s %f %n' -- / >/dev/null && rm -df -- && ` +
 		`unshare --user --map-current-user --pid --fork --kill-child -- bwrap --die-with-parent --unshare-pid --unshare-user ` +
 		`--disable-userns --cap-drop ALL --unshare-net --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp -- true`
 }()
@@ -161,7 +166,7 @@ func RemoteWrapper(s RemoteSpec) string {
 		w(`[ -n "$__dsh_st" ] && __dsh_sp=$__dsh_st/%s`, shq(rel))
 	}
 	// Bash 4.1: no declare -g, no namerefs; the arrays are the shell's own.
-	w(`unset -v __dsh_H __dsh_D __dsh_S __dsh_M __dsh_K __dsh_C __dsh_P; declare -A __dsh_H=() __dsh_D=() __dsh_S=() __dsh_M=() __dsh_K=() __dsh_C=() __dsh_P=(); __dsh_ro=(); __dsh_Df=(); __dsh_o=; __dsh_g=`)
+	w(`unset -v __dsh_H __dsh_D __dsh_S __dsh_M __dsh_K __dsh_C __dsh_P; declare -A __dsh_H=() __dsh_D=() __dsh_S=() __dsh_M=() __dsh_K=() __dsh_C=() __dsh_P=(); __dsh_ro=(); __dsh_Df=(); __dsh_rm=(); __dsh_o=; __dsh_g=`)
 	w(`%s`, remoteMounts)
 	if s.Level.Writable() {
 		w(`[ -n "$__dsh_st" ] || __dsh_fail %s`, shq("no usable remote state directory: the sandbox's placeholders cannot be recorded"))
@@ -301,22 +306,21 @@ __dsh_load() {
   done
 }
 __dsh_remove() {
-  local p dev ino size f want wd wi wk ws rd=() rf=()
+  local p dev ino size f want wd wi wk ws
   local -a ps=(); for p in "${!__dsh_S[@]}"; do [ -z "${__dsh_H[$p]+x}" ] && ps+=("$p"); done
   [ ${#ps[@]} -gt 0 ] || return 0
   while read -r dev ino size f p; do
     want=${__dsh_S[$p]-}; [ -n "$want" ] || continue
     IFS=$'\x1f' read -r wd wi wk ws <<< "$want"
     [ "$dev $ino" = "$wd $wi" ] || [ "$wd" = - ] || continue
-    case $wk in d) (( (0x$f & 0xF000) == 0x4000 )) && rd+=("$p");; f) (( (0x$f & 0xF000) == 0x8000 )) && [ "$size" = "$ws" ] && rf+=("$p");; esac
+    case $wk in d) (( (0x$f & 0xF000) == 0x4000 )) && __dsh_rm+=("$p");; f) (( (0x$f & 0xF000) == 0x8000 )) && [ "$size" = "$ws" ] && __dsh_rm+=("$p");; esac
   done < <(trap '' TERM INT HUP; exec stat -c '%d %i %s %f %n' -- "${ps[@]}" 2>/dev/null)
-  [ ${#rd[@]} -gt 0 ] && __dsh_x rmdir -- "${rd[@]}" 2>/dev/null
-  [ ${#rf[@]} -gt 0 ] && __dsh_x rm -f -- "${rf[@]}"
   return 0
 }
+__dsh_flush() { [ ${#__dsh_rm[@]} -gt 0 ] && __dsh_x rm -df -- "${__dsh_rm[@]}" 2>/dev/null; __dsh_rm=(); return 0; }
 __dsh_record() {
   local p f=$__dsh_R/o-$__dsh_o
-  if [ ${#__dsh_M[@]} -eq 0 ]; then [ -e "$f" ] && __dsh_x rm -f -- "$f"; return 0; fi
+  if [ ${#__dsh_M[@]} -eq 0 ]; then [ -e "$f" ] && __dsh_rm+=("$f"); return 0; fi
   { for p in "${!__dsh_M[@]}"; do printf '%s\x1f%s\n' "${__dsh_M[$p]}" "$p"; done; } >| "$f"
 }
 __dsh_protect() {
@@ -324,7 +328,7 @@ __dsh_protect() {
   t=; { read -r t < /proc/$$/stat; } 2>/dev/null; t=${t##*) }; f=($t); __dsh_o=$$-${f[19]-0}
   __dsh_lock || __dsh_fail "the placeholder registry in $__dsh_st cannot be locked (flock)"
   __dsh_load; __dsh_S=(); for p in "${!__dsh_D[@]}"; do __dsh_S[$p]=${__dsh_D[$p]}; done; __dsh_remove
-  [ ${#__dsh_Df[@]} -gt 0 ] && __dsh_x rm -f -- "${__dsh_Df[@]}"
+  __dsh_rm+=("${__dsh_Df[@]}"); __dsh_flush
   for i in "${!__dsh_r[@]}"; do
     w=${__dsh_r[i]}
     for rel in "${__dsh_dp[@]}"; do __dsh_ent "$w" "$w/$rel" d; done
@@ -351,12 +355,12 @@ __dsh_protect() {
   fi
   __dsh_S=(); for p in "${!__dsh_M[@]}"; do [[ ${__dsh_M[$p]} == -* ]] || __dsh_S[$p]=${__dsh_M[$p]}; done
   __dsh_M=(); for p in "${!__dsh_S[@]}"; do __dsh_M[$p]=${__dsh_S[$p]}; done
-  __dsh_record; __dsh_unlock
+  __dsh_record; __dsh_flush; __dsh_unlock
 }
 __dsh_release() {
   [ ${#__dsh_M[@]} -gt 0 ] || return 0
   __dsh_lock || return 0
-  local p; __dsh_load; __dsh_S=(); for p in "${!__dsh_M[@]}"; do __dsh_S[$p]=${__dsh_M[$p]}; done; __dsh_remove; __dsh_M=(); __dsh_record; __dsh_unlock
+  local p; __dsh_load; __dsh_S=(); for p in "${!__dsh_M[@]}"; do __dsh_S[$p]=${__dsh_M[$p]}; done; __dsh_remove; __dsh_M=(); __dsh_record; __dsh_flush; __dsh_unlock
 }`
 
 // remoteTables are the protected names as bash arrays, from the Go
