@@ -54,7 +54,11 @@ func newProtHost(t *testing.T, nobody bool) *protHost {
 	nested := filepath.Join(h.ws, "vendor", "lib")
 	must(t, os.MkdirAll(nested, 0o755))
 	h.git(nested, "init", "-q")
-	for _, d := range []string{filepath.Join(h.ws, ".git", "hooks"), filepath.Join(nested, ".git", "hooks")} {
+	// A checkout whose .git is a file naming a git directory elsewhere in
+	// the workspace.
+	must(t, os.MkdirAll(filepath.Join(h.ws, "gitdirs"), 0o755))
+	h.git(h.ws, "init", "-q", "--separate-git-dir="+filepath.Join(h.ws, "gitdirs", "wt"), filepath.Join(h.ws, "wt"))
+	for _, d := range []string{filepath.Join(h.ws, ".git", "hooks"), filepath.Join(nested, ".git", "hooks"), filepath.Join(h.ws, "gitdirs", "wt", "hooks")} {
 		must(t, os.RemoveAll(d))
 	}
 	opts := sshdtest.Options{SetEnv: []string{"HOME=" + filepath.Join(h.ws, "home")}, Nobody: nobody}
@@ -176,9 +180,11 @@ func must(t *testing.T, err error) {
 //   - absent protected names cannot be created (a hooks directory the
 //     repository lacks, .vscode/.zed files, .envrc, AGENTS.md, .mcp.json,
 //     .dsh-acp, the configured hooks path .husky/_, a nested repository's
-//     hooks and config, a .git in an additional directory without one, the
-//     home's rc files when the home is inside the workspace), and no
-//     placeholder is left: the tree's listing is the same afterwards;
+//     hooks and config, the hooks and config of the git directory a .git
+//     file names (which cannot be renamed either), a .git in an additional
+//     directory without one, the home's rc files when the home is inside
+//     the workspace), and no placeholder is left: the tree's listing is the
+//     same afterwards;
 //   - renaming .git away and planting core.fsmonitor in a copy does not
 //     make the user's next real `git status` run the plant;
 //   - git add, commit, branch, stash, checkout and rebase still work;
@@ -218,8 +224,10 @@ func TestRemoteProtection(t *testing.T) {
 
 func (h *protHost) testAbsentNames(t *testing.T) {
 	h.t = t
-	nestedConfig := filepath.Join(h.ws, "vendor", "lib", ".git", "config")
-	config, _ := os.ReadFile(nestedConfig)
+	configs := map[string][]byte{}
+	for _, c := range []string{filepath.Join(h.ws, "vendor", "lib", ".git", "config"), filepath.Join(h.ws, "gitdirs", "wt", "config")} {
+		configs[c], _ = os.ReadFile(c)
+	}
 	before := h.listing()
 	attacks := []string{
 		"mkdir -p .git/hooks && printf '#!/bin/sh\\necho planted\\n' > .git/hooks/pre-commit",
@@ -230,6 +238,8 @@ func (h *protHost) testAbsentNames(t *testing.T) {
 		"mkdir -p .husky/_ && echo planted > .husky/_/pre-commit",
 		"mkdir -p vendor/lib/.git/hooks && echo planted > vendor/lib/.git/hooks/pre-commit",
 		"echo '[core] fsmonitor = planted' >> vendor/lib/.git/config",
+		"mkdir -p gitdirs/wt/hooks && echo planted > gitdirs/wt/hooks/pre-commit",
+		"echo '[core] fsmonitor = planted' >> gitdirs/wt/config", "mv gitdirs/wt gitdirs/moved",
 		"mkdir -p " + h.second + "/.git && echo planted > " + h.second + "/.git/config",
 		"echo planted > home/.bashrc", "mkdir -p home/.config/git && echo planted > home/.config/git/config",
 		"mkdir -p home/.local/bin && echo planted > home/.local/bin/git",
@@ -239,8 +249,10 @@ func (h *protHost) testAbsentNames(t *testing.T) {
 		t.Fatalf("the command did not run: %q", res.Combined)
 	}
 	h.sameListing("absent protected names", before)
-	if got, _ := os.ReadFile(nestedConfig); string(got) != string(config) {
-		t.Errorf("the nested repository's config is now %q", got)
+	for c, was := range configs {
+		if got, _ := os.ReadFile(c); string(got) != string(was) {
+			t.Errorf("%s is now %q", c, got)
+		}
 	}
 }
 
