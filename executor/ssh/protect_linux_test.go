@@ -75,6 +75,7 @@ func newProtHost(t *testing.T, nobody bool) *protHost {
 	srv := sshdtest.StartWith(t, opts)
 	h.cfg = testConfig(t, srv)
 	h.cfg.RemoteStateDir = filepath.Join(root, "state")
+	h.cfg.Engine.Grace = 5 * time.Second // testTermInSetup's TERM must not turn into a KILL
 	h.e = newTestExecutor(t, h.cfg)
 	return h
 }
@@ -192,6 +193,9 @@ func must(t *testing.T, err error) {
 //     with it;
 //   - a command stopped by TERM (the engine's stop) gets the TERM, exits as
 //     it chooses, and its placeholders are removed;
+//   - a TERM that lands while the wrapper waits for the registry's lock:
+//     the wrapper finishes its set-up, removes its placeholders, dies by
+//     TERM, and the command never runs;
 //   - a SIGKILLed command's placeholders are removed by the next command;
 //   - of two concurrent commands, the first one's end does not free .envrc
 //     for the second;
@@ -214,6 +218,7 @@ func TestRemoteProtection(t *testing.T) {
 			t.Run("git work", h.testGitWork)
 			t.Run("new repository", h.testNewRepository)
 			t.Run("terminated", h.testTerminated)
+			t.Run("terminated in set-up", h.testTermInSetup)
 			t.Run("killed", h.testKilled)
 			t.Run("dead records", h.testDeadRecords)
 			t.Run("state hidden", h.testStateHidden)
@@ -468,4 +473,48 @@ func (h *protHost) testDeadRecords(t *testing.T) {
 	}
 	must(t, os.RemoveAll(idea))
 	must(t, os.RemoveAll(vscode))
+}
+
+func (h *protHost) testTermInSetup(t *testing.T) {
+	h.t = t
+	before := h.listing()
+	lock := filepath.Join(h.cfg.RemoteStateDir, "placeholders", "lock")
+	must(t, os.MkdirAll(filepath.Dir(lock), 0o700))
+	f, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE, 0o600)
+	must(t, err)
+	defer f.Close()
+	if h.uid >= 0 {
+		must(t, os.Chown(filepath.Dir(lock), h.uid, h.uid))
+		must(t, os.Chown(lock, h.uid, h.uid))
+	}
+	must(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX))
+	ran := filepath.Join(h.ws, "ran")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, done := h.startRun(ctx, h.spec("touch "+ran))
+	waitFor(t, "the wrapper waiting for the lock", flockWaiting)
+	cancel() // the engine's TERM reaches the group while the wrapper waits
+	time.Sleep(100 * time.Millisecond)
+	must(t, syscall.Flock(int(f.Fd()), syscall.LOCK_UN))
+	res := <-done
+	if exists(ran) {
+		t.Errorf("the command ran after a TERM that landed before it started: %+v", res)
+	}
+	if res.Signal != "SIGTERM" {
+		t.Errorf("a TERM before the launch: exit %d signal %q; want the wrapper's death by TERM", res.ExitCode, res.Signal)
+	}
+	h.sameListing("after a TERM in the set-up", before)
+}
+
+// flockWaiting reports whether a flock(1) process runs (the wrapper's,
+// waiting for the registry's lock).
+func flockWaiting() bool {
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err == nil && strings.HasPrefix(string(b), "flock\x00-w\x00") {
+			return true
+		}
+	}
+	return false
 }
