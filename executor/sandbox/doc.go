@@ -59,8 +59,10 @@
 // (flock, owner = the wrapper's pid and start time, a dead owner's swept by
 // the next command), nested repositories, .git files, core.hooksPath,
 // HomeProtected and AllowNewRepository; the remote state directory hidden
-// except the session's spill directory. It has no start gate, no IPC
-// guard and no workspace-replaced check (remote.go's Known limits).
+// except the session's spill directory; other sessions' directories pinned
+// and a workspace through a symlink inside one refused. It has no start
+// gate, no IPC guard and no workspace-replaced check (remote.go's Known
+// limits).
 //
 // # No survivor, no window at start
 //

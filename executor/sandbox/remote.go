@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
@@ -31,9 +32,12 @@ import (
 //     placeholder (the topmost missing component; a directory outside a git
 //     directory, gitProtected's kind inside one), unless the run carries
 //     AllowNewRepository for the workspace's .git;
-//   - every directory between a root and an entry, a hidden path or the
-//     state directory, and every git directory, is bound onto itself
-//     (shallowest first): none can be renamed away and replaced by a copy.
+//   - every directory between a root and an entry, a hidden path, the
+//     state directory or another session's directory (RemoteSpec.Others),
+//     and every git directory and other session's directory itself, is
+//     bound onto itself (shallowest first): none can be renamed away and
+//     replaced by a copy or a symlink; a workspace whose path leads
+//     through a symlink inside another session's directory is refused.
 //
 // Placeholders live across processes through a registry on the host
 // (RemoteSpec.StateDir/placeholders): one record file per wrapper, named
@@ -58,10 +62,11 @@ import (
 // tied to the wrapper; the connection's end stops the group); no IPC
 // guard (path sockets and FIFOs reachable, hard-link writes not copied);
 // ~/.gitconfig's placeholder is an empty file, not a directory (git stops
-// at a directory there); no check that a workspace is still
-// the directory it was, and other sessions' workspaces are not pinned
-// (the wrapper knows only its own roots); the nested search runs at every
-// command (no 30 s reuse); placeholders for a path holding a newline are
+// at a directory there); no check that a workspace is still the
+// directory it was (renamed and replaced by a real directory between two
+// commands; other sessions' directories known to this daemon are pinned
+// and a workspace reached through a symlink inside one is refused, as
+// locally); the nested search runs at every command (no 30 s reuse); placeholders for a path holding a newline are
 // not made (its name is not held); if the directories' mkdir fails as a
 // whole (a name created by someone else in the same instant) the
 // directories present afterwards count as made. Placeholders are
@@ -112,6 +117,12 @@ type RemoteSpec struct {
 	// AllowNewRepository lets the workspace's absent .git be created
 	// (executor.Spec.AllowNewRepository).
 	AllowNewRepository bool
+	// Others are other sessions' workspaces and additional directories on
+	// the host (absolute): each one inside a root is pinned (a command here
+	// cannot rename it and put a symlink in its place), and a Workspace
+	// whose path leads through a symlink inside one of them is refused
+	// with status 126.
+	Others []string
 }
 
 // RemoteWrapper returns bash that, evaluated in the command's shell on the
@@ -125,6 +136,7 @@ func RemoteWrapper(s RemoteSpec) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...); b.WriteString("\n") }
 	w(`__dsh_fail() { printf 'dsh-acp: %%s\n' "$1" >&2; exit 126; }`)
+	w(`%s`, remoteBase)
 	// Every path the wrapper resolves, in one realpath: the workspace, the
 	// roots, the state directory, the home and the hidden paths that
 	// exist ("/" stands for none). Forks are what a wrapper costs.
@@ -137,8 +149,13 @@ func RemoteWrapper(s RemoteSpec) string {
 	if s.StateDir != "" {
 		state = s.StateDir
 	}
-	w(`__dsh_c=(%s %s "${HOME:-/}"); __dsh_n=${#__dsh_c[@]}; for __dsh_p in "${__dsh_h[@]}"; do [ -e "$__dsh_p" ] && __dsh_c+=("$__dsh_p"); done`,
-		strings.Join(c, " "), shq(state))
+	var others []string
+	for _, o := range s.Others {
+		others = append(others, shq(o))
+	}
+	w(`__dsh_c=(%s %s "${HOME:-/}"); __dsh_n=${#__dsh_c[@]}; for __dsh_p in %s; do [ -d "$__dsh_p" ] && __dsh_c+=("$__dsh_p"); done; __dsh_m=${#__dsh_c[@]}; `+
+		`for __dsh_p in "${__dsh_h[@]}"; do [ -e "$__dsh_p" ] && __dsh_c+=("$__dsh_p"); done`,
+		strings.Join(c, " "), shq(state), strings.Join(others, " "))
 	w(`__dsh_z=(); while IFS= read -r -d '' __dsh_x; do __dsh_z+=("$__dsh_x"); done < <(realpath -z -e -- "${__dsh_c[@]}" 2>/dev/null)`)
 	w(`if [ ${#__dsh_z[@]} -ne ${#__dsh_c[@]} ]; then __dsh_z=(); for __dsh_p in "${__dsh_c[@]}"; do __dsh_x=$(realpath -e -- "$__dsh_p" 2>/dev/null) || __dsh_x=; __dsh_z+=("$__dsh_x"); done; fi`)
 	w(`__dsh_w=${__dsh_z[0]}; [ -n "$__dsh_w" ] || __dsh_fail %s; __dsh_r=("$__dsh_w")`, shq("the workspace "+s.Workspace+" does not exist on the host"))
@@ -147,7 +164,8 @@ func RemoteWrapper(s RemoteSpec) string {
 	}
 	w(`__dsh_st=${__dsh_z[__dsh_n-2]}; [ "$__dsh_st" = / ] && __dsh_st=; __dsh_hm=${__dsh_z[__dsh_n-1]}; [ -n "${HOME-}" ] || __dsh_hm=`)
 	// The hidden paths, resolved (needed for the pins before their mounts).
-	w(`__dsh_hd=(); __dsh_hf=(); for __dsh_x in "${__dsh_z[@]:__dsh_n}"; do [ -n "$__dsh_x" ] && [ "$__dsh_x" != / ] || continue; ` +
+	w(`__dsh_O=("${__dsh_z[@]:__dsh_n:__dsh_m-__dsh_n}"); __dsh_chk %s`, shq(path.Clean(s.Workspace)))
+	w(`__dsh_hd=(); __dsh_hf=(); for __dsh_x in "${__dsh_z[@]:__dsh_m}"; do [ -n "$__dsh_x" ] && [ "$__dsh_x" != / ] || continue; ` +
 		`if [ -d "$__dsh_x" ]; then __dsh_hd+=("$__dsh_x"); else __dsh_hf+=("$__dsh_x"); fi; done`)
 	w(`__dsh_a=(--die-with-parent --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try --unshare-user --disable-userns --cap-drop ALL)`)
 	if !s.Level.Network() {
@@ -188,7 +206,7 @@ func RemoteWrapper(s RemoteSpec) string {
 		launch = `"${` + s.Pre + `[@]}" ` + launch
 	}
 	if !s.Level.Writable() {
-		w(`unset -v __dsh_p __dsh_q __dsh_h __dsh_hd __dsh_hf __dsh_d __dsh_r __dsh_x __dsh_st __dsh_sp __dsh_c __dsh_z __dsh_n __dsh_hm; exec %s`, launch)
+		w(`unset -v __dsh_p __dsh_q __dsh_h __dsh_hd __dsh_hf __dsh_d __dsh_r __dsh_x __dsh_st __dsh_sp __dsh_c __dsh_z __dsh_n __dsh_m __dsh_hm __dsh_O; exec %s`, launch)
 		return b.String()
 	}
 	w(`if [ -n "$__dsh_g" ]; then __dsh_release; trap - "$__dsh_g"; kill -s "$__dsh_g" $$; exit 143; fi`)
@@ -196,6 +214,20 @@ func RemoteWrapper(s RemoteSpec) string {
 	w(`__dsh_release; exit "$__dsh_x"`)
 	return b.String()
 }
+
+// remoteBase is the wrapper's bash for every level: __dsh_in (is $1 $2 or
+// below it) and __dsh_chk, which refuses a workspace path ($1, clean) that
+// leads through a symlink inside another session's workspace (__dsh_O,
+// resolved): a command there could have put it there.
+const remoteBase = `__dsh_in() { [ "$2" = / ] || [ "$1" = "$2" ] || [[ $1 == "$2"/* ]]; }
+__dsh_chk() {
+  local p=$1 o
+  while [ -n "$p" ] && [ "$p" != / ]; do
+    if [ -L "$p" ]; then for o in "${__dsh_O[@]}"; do [ -n "$o" ] && [ "$p" != "$o" ] && __dsh_in "$p" "$o" &&
+      __dsh_fail "the workspace $1 leads through the symlink $p inside another session's workspace $o, which a command there could have made: refusing it"; done; fi
+    p=${p%/*}
+  done
+}`
 
 // remoteMounts is the wrapper's bash that adds the protection's and the
 // hidden paths' mounts to __dsh_a, in local args' order: pins (shallowest
@@ -219,7 +251,6 @@ const remoteMounts = `__dsh_fin() {
 // __dsh_release) and the mounts (__dsh_fin). Paths are resolved; roots are
 // __dsh_r.
 const remoteLib = `__dsh_x() { (trap '' TERM INT HUP; exec "$@"); }
-__dsh_in() { [ "$2" = / ] || [ "$1" = "$2" ] || [[ $1 == "$2"/* ]]; }
 __dsh_pin() { local d=${1%/*}; while [ -n "$d" ] && [ "$d" != "$2" ] && __dsh_in "$d" "$2"; do __dsh_P[$d]=1; d=${d%/*}; done; }
 __dsh_ent() {
   local w=$1 p=$2 k=$3 c=${4-} q par
@@ -339,6 +370,7 @@ __dsh_protect() {
     __dsh_nested "$w"
     __dsh_hooks "$w"
     for p in "${__dsh_hd[@]}" "${__dsh_hf[@]}" "$__dsh_st"; do [ "$p" != "$w" ] && __dsh_in "$p" "$w" && __dsh_pin "$p" "$w"; done
+    for p in "${__dsh_O[@]}"; do [ -n "$p" ] && [ "$p" != "$w" ] && __dsh_in "$p" "$w" && { __dsh_pin "$p" "$w"; __dsh_P[$p]=1; }; done
   done
   for p in "${!__dsh_K[@]}"; do c=${__dsh_C[$p]}; __dsh_M[$p]=-$'\x1f'-$'\x1f'"${__dsh_K[$p]}"$'\x1f'"${#c}"; done
   __dsh_record

@@ -97,8 +97,11 @@
 //     make the state directory. The wrapper stays the group leader and
 //     waits for the sandbox (it no longer execs it), so a confined command
 //     costs one process more, and a TERM before the sandbox started ends
-//     it by TERM with nothing run. Not built remotely: the start gate, the
-//     IPC guard, the workspace-replaced check. A signal death inside the
+//     it by TERM with nothing run. The other sessions' directories the
+//     daemon has run confined commands in are pinned inside a workspace,
+//     and a workspace reached through a symlink inside one is refused. Not
+//     built remotely: the start gate, the IPC guard, the check that a
+//     workspace is still the directory it was. A signal death inside the
 //     sandbox reads as exit status 128+n.
 //   - A process that leaves the group (setsid) escapes the kill, as with the
 //     plain local spawner.

@@ -199,6 +199,10 @@ func must(t *testing.T, err error) {
 //   - a SIGKILLed command's placeholders are removed by the next command;
 //   - of two concurrent commands, the first one's end does not free .envrc
 //     for the second;
+//   - another session's workspace inside this one cannot be renamed away
+//     and replaced by a symlink out (its next write lands where it was),
+//     and a workspace reached through a symlink inside another session's
+//     is refused;
 //   - a dead owner's record is swept: a placeholder it made is removed
 //     (one recorded before its inode was known too), a user's entry at a
 //     recorded name (another inode, or no longer empty) is left alone;
@@ -221,6 +225,7 @@ func TestRemoteProtection(t *testing.T) {
 			t.Run("terminated in set-up", h.testTermInSetup)
 			t.Run("killed", h.testKilled)
 			t.Run("dead records", h.testDeadRecords)
+			t.Run("other sessions", h.testOtherSessions)
 			t.Run("state hidden", h.testStateHidden)
 			t.Run("concurrent", h.testConcurrent)
 		})
@@ -517,4 +522,29 @@ func flockWaiting() bool {
 		}
 	}
 	return false
+}
+
+func (h *protHost) testOtherSessions(t *testing.T) {
+	h.t = t
+	a, outside := filepath.Join(h.root, "multi"), filepath.Join(h.root, "outside")
+	b := filepath.Join(a, "sub")
+	for _, d := range []string{b, outside} {
+		must(t, os.MkdirAll(d, 0o755))
+	}
+	must(t, os.Symlink(outside, filepath.Join(a, "link")))
+	if h.uid >= 0 {
+		for _, p := range []string{a, b, outside, filepath.Join(a, "link")} {
+			must(t, os.Lchown(p, h.uid, h.uid))
+		}
+	}
+	runIn(t, h.e, b, executor.LevelWorkspace, nil, "true") // session B is known
+	res := runIn(t, h.e, a, executor.LevelWorkspace, nil, "mv sub sub2 && ln -s "+outside+" sub; echo $?")
+	runIn(t, h.e, b, executor.LevelWorkspace, nil, "echo x > f")
+	if exists(filepath.Join(outside, "f")) || !exists(filepath.Join(b, "f")) {
+		t.Errorf("session A replaced session B's workspace by a symlink out (%q): B's write went outside", res.Combined)
+	}
+	res = runIn(t, h.e, filepath.Join(a, "link"), executor.LevelWorkspace, nil, "echo y > g")
+	if res.ExitCode != 126 || !strings.Contains(string(res.Combined), "leads through the symlink") || exists(filepath.Join(outside, "g")) {
+		t.Errorf("a workspace through a symlink inside another session's: exit %d %q", res.ExitCode, res.Combined)
+	}
 }
