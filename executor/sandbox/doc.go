@@ -51,9 +51,18 @@
 // An absent .git is kept from being created unless the run carries
 // executor.Spec.AllowNewRepository (an approved git init).
 //
-// RemoteWrapper builds the same levels on an ssh host (executor/ssh), with
-// the additional directories bound as the workspace is, and the protected
-// set's existing entries only.
+// RemoteWrapper builds the same levels on an ssh host (executor/ssh), in
+// bash there, with the additional directories bound as the workspace is,
+// and the same protection by construction (remote.go): the same names and
+// kinds from the same tables, pins, placeholders shared between the host's
+// concurrent commands through a registry in the remote state directory
+// (flock, owner = the wrapper's pid and start time, a dead owner's swept by
+// the next command), nested repositories, .git files, core.hooksPath,
+// HomeProtected and AllowNewRepository; the remote state directory hidden
+// except the session's spill directory; other sessions' directories pinned
+// and a workspace through a symlink inside one refused. It has no start
+// gate, no IPC guard and no workspace-replaced check (remote.go's Known
+// limits).
 //
 // # No survivor, no window at start
 //

@@ -18,6 +18,8 @@ func TestProbeFailedReasons(t *testing.T) {
 	}{
 		{"missing bwrap /opt/bin:/usr/sbin", "bwrap", []string{"the host has no bwrap on its PATH", "Install bubblewrap on build.example", "(now /opt/bin:/usr/sbin)"}},
 		{"missing unshare /usr/bin", "unshare", []string{"the host has no unshare on its PATH", "Install util-linux on build.example"}},
+		{"missing flock /usr/bin", "flock", []string{"the host has no flock on its PATH", "Install util-linux on build.example"}},
+		{"missing stat /usr/bin", "stat", []string{"the host has no stat on its PATH", "Install coreutils on build.example"}},
 		{"bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces", "",
 			[]string{"No permissions to create new namespace", "Allow unprivileged user namespaces on build.example"}},
 		{"bwrap: something else", "", []string{"bwrap: something else", "what the sandbox needs on build.example"}},

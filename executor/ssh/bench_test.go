@@ -3,6 +3,7 @@ package ssh
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -80,4 +81,62 @@ func BenchmarkForegroundTrue(b *testing.B) {
 	b.ReportMetric(ratio, "ratio")
 	b.Logf("`true` over ssh (%d pairs): Run median %v, bare session exec median %v, median ratio %.2f (target ≤ %.2f)",
 		n, mo, mb, ratio, overheadTarget)
+}
+
+// BenchmarkConfinedTrue compares Run("true") at workspace with the same at
+// LevelOff, in a git repository with the protected names absent (the
+// wrapper makes and removes placeholders each time), paired run by run;
+// it also reports the read-only level's median. It needs the host's
+// bubblewrap.
+func BenchmarkConfinedTrue(b *testing.B) {
+	root := b.TempDir()
+	ws, state := root+"/ws", root+"/state"
+	for _, d := range []string{ws + "/.git/objects", ws + "/.git/refs", state} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(ws+"/.git/HEAD", []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	srv := sshdtest.Start(b)
+	cfg := Config{
+		Target: Target{User: srv.User, Host: srv.Host, Port: srv.Port}, Identity: srv.ClientKey,
+		KnownHosts: srv.KnownHosts, RemoteStateDir: state,
+	}
+	cfg.Engine.StateDir = b.TempDir()
+	e, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+	at := func(level executor.Level) func() (time.Duration, error) {
+		spec := executor.Spec{Command: "true", Workdir: ws, Workspace: ws, Timeout: time.Minute, Level: level}
+		return func() (time.Duration, error) {
+			start := time.Now()
+			res, err := e.Run(context.Background(), spec, nil)
+			if err == nil && res.ExitCode != 0 {
+				err = fmt.Errorf("exit %d: %s", res.ExitCode, res.Combined)
+			}
+			return time.Since(start), err
+		}
+	}
+	if _, err := at(executor.LevelWorkspace)(); err != nil { // connect and probe outside the measurement
+		b.Skipf("the host's sandbox does not run here: %v", err)
+	}
+	b.ResetTimer()
+	n := max(b.N, 40)
+	mw, mo, ratio, err := acptest.PairedMedians(n, at(executor.LevelWorkspace), at(executor.LevelOff))
+	if err != nil {
+		b.Fatal(err)
+	}
+	mr, _, _, err := acptest.PairedMedians(n, at(executor.LevelReadOnly), at(executor.LevelOff))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(mw.Microseconds()), "workspace-µs")
+	b.ReportMetric(float64(mr.Microseconds()), "read-only-µs")
+	b.ReportMetric(float64(mo.Microseconds()), "off-µs")
+	b.Logf("`true` on the host (%d pairs): workspace %v, read-only %v, off %v; workspace/off median ratio %.2f", n, mw, mr, mo, ratio)
 }

@@ -46,8 +46,9 @@
 // the group id and evaluates the command in place: the leader is the
 // command's own shell, and the exit-status or exit-signal sshd reports is
 // the command's. Completion is decided by that report, not by output, so
-// `sleep 100 & echo hi` returns at once. A command costs no remote process
-// beyond its own.
+// `sleep 100 & echo hi` returns at once. A command at LevelOff costs no
+// remote process beyond its own; a confined one's shell waits for the
+// sandbox and exits with its status (see Known limits).
 //
 // Signals go through the connection's supervisor, a long-lived bash in a
 // session of its own started by the hello: Process.Signal queues "T PGID
@@ -80,16 +81,28 @@
 //   - The default level is LevelOff. A confined level, when asked for, runs
 //     the command inside the host's bubblewrap (sandbox.RemoteWrapper: the
 //     local levels' namespaces and mounts, the hidden list with the host's
-//     $HOME and variables, the protected set's existing entries read-only,
-//     the session's additional directories (executor.Spec.Roots) writable
-//     at the workspace levels as the workspace is, one missing on the host
-//     refusing the command with status 126, util-linux unshare(1) as the
-//     launcher), probed once at the first
-//     confined command; where the host cannot build it, every command at a
-//     confined level is refused with the probe's reason (wrapping
-//     executor.ErrSandbox). Absent protected names get no placeholder and
-//     their parents are not pinned on a remote host; a signal death inside
-//     the sandbox reads as exit status 128+n.
+//     $HOME and variables, the remote state directory hidden except the
+//     session's spill directory, the session's additional directories
+//     (executor.Spec.Roots) writable at the workspace levels as the
+//     workspace is, one missing on the host refusing the command with
+//     status 126, util-linux unshare(1) as the launcher), probed once at
+//     the first confined command; where the host cannot build it (no
+//     bwrap, unshare, flock or GNU coreutils, user namespaces refused),
+//     every command at a confined level is refused with the probe's reason
+//     (wrapping executor.ErrSandbox). At the workspace levels the protected
+//     set is held as locally (pins, placeholders, nested repositories,
+//     .git files, core.hooksPath, the home's names, AllowNewRepository),
+//     with the placeholders in a registry under <remote state dir>/
+//     placeholders; a writable level is refused when the hello could not
+//     make the state directory. The wrapper stays the group leader and
+//     waits for the sandbox (it no longer execs it), so a confined command
+//     costs one process more, and a TERM before the sandbox started ends
+//     it by TERM with nothing run. The other sessions' directories the
+//     daemon has run confined commands in are pinned inside a workspace,
+//     and a workspace reached through a symlink inside one is refused. Not
+//     built remotely: the start gate, the IPC guard, the check that a
+//     workspace is still the directory it was. A signal death inside the
+//     sandbox reads as exit status 128+n.
 //   - A process that leaves the group (setsid) escapes the kill, as with the
 //     plain local spawner.
 //   - sshd's MaxSessions (10 by default, one of them the supervisor) caps

@@ -51,9 +51,26 @@ func (b *remoteBox) state() (done bool, why error) {
 }
 
 // probeScript is sandbox.RemoteProbe after a check that names the first
-// program the host lacks ("missing bwrap <the host's PATH>").
-const probeScript = `for __dsh_p in bwrap unshare; do command -v "$__dsh_p" >/dev/null || ` +
-	`{ printf 'missing %s %s\n' "$__dsh_p" "$PATH"; exit 3; }; done; ` + sandbox.RemoteProbe
+// of sandbox.RemoteTools the host lacks ("missing flock <the host's
+// PATH>").
+var probeScript = func() string {
+	var names []string
+	for _, t := range sandbox.RemoteTools {
+		names = append(names, t[0])
+	}
+	return `for __dsh_p in ` + strings.Join(names, " ") + `; do command -v "$__dsh_p" >/dev/null || ` +
+		`{ printf 'missing %s %s\n' "$__dsh_p" "$PATH"; exit 3; }; done; ` + sandbox.RemoteProbe
+}()
+
+// toolPackage is the package that has the remote tool prog.
+func toolPackage(prog string) string {
+	for _, t := range sandbox.RemoteTools {
+		if t[0] == prog {
+			return t[1]
+		}
+	}
+	return prog
+}
 
 // probeBox runs probeScript on the host; its error is a
 // *executor.SandboxReason naming the host, what it lacks and the fix.
@@ -89,7 +106,7 @@ func (s *Spawner) probeFailed(msg string) error {
 	host := s.d.target.Host
 	if rest, ok := strings.CutPrefix(msg, "missing "); ok {
 		prog, path, _ := strings.Cut(rest, " ")
-		pkg := map[string]string{"bwrap": "bubblewrap", "unshare": "util-linux"}[prog]
+		pkg := toolPackage(prog)
 		return s.reason(fmt.Errorf("%w: the host has no %s on its PATH", executor.ErrSandbox, prog), prog,
 			fmt.Sprintf("Install %s on %s (Debian/Ubuntu: apt install %s), or put %s on the PATH its ssh commands get (now %s), then restart the agent.", pkg, host, pkg, prog, path))
 	}
@@ -101,7 +118,7 @@ func (s *Spawner) probeFailed(msg string) error {
 		return s.reason(err, "", fmt.Sprintf("Allow unprivileged user namespaces on %s (sysctl kernel.unprivileged_userns_clone=1; "+
 			"on Ubuntu 24.04 also kernel.apparmor_restrict_unprivileged_userns=0), then restart the agent; see docs/security.md.", host))
 	}
-	return s.reason(err, "", fmt.Sprintf("See docs/security.md for what the sandbox needs on %s (bwrap and unshare on its PATH, unprivileged user namespaces), then restart the agent.", host))
+	return s.reason(err, "", fmt.Sprintf("See docs/security.md for what the sandbox needs on %s (bwrap, unshare, flock and GNU coreutils on its PATH, unprivileged user namespaces), then restart the agent.", host))
 }
 
 // userNamespacesRefused reports whether bwrap's or unshare's message says

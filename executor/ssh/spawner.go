@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/dsh-acp/dsh-acp/executor"
@@ -22,6 +23,35 @@ type Spawner struct {
 	d      *dialer
 	spills *spills
 	box    remoteBox
+	known  knownDirs
+}
+
+// knownDirs are the workspaces and additional directories of the
+// confined commands run so far (the sessions' directories on the host),
+// the most recent maxKnown.
+type knownDirs struct {
+	mu   sync.Mutex
+	dirs []string
+}
+
+const maxKnown = 64
+
+// note records spec's directories and returns the others known.
+func (k *knownDirs) note(spec executor.Spec) []string {
+	own := append([]string{path.Clean(spec.Workspace)}, remoteRoots(spec)...)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var others []string
+	for _, d := range k.dirs {
+		if !slices.Contains(own, d) {
+			others = append(others, d)
+		}
+	}
+	k.dirs = append(others, own...)
+	if n := len(k.dirs); n > maxKnown {
+		k.dirs = k.dirs[n-maxKnown:]
+	}
+	return others
 }
 
 var (
@@ -40,8 +70,8 @@ var (
 // (*HostKeyError), is an error and nothing runs.
 func (s *Spawner) Spawn(cmd engine.Command) (engine.Process, error) {
 	spec := cmd.Spec
-	var wrapper string
-	if spec.Level != executor.LevelOff && spec.Level != "" {
+	confined := spec.Level != executor.LevelOff && spec.Level != ""
+	if confined {
 		if !spec.Level.Confined() {
 			_, err := executor.ParseLevel(string(spec.Level))
 			return nil, fmt.Errorf("%w: %w", executor.ErrSandbox, err)
@@ -52,7 +82,6 @@ func (s *Spawner) Spawn(cmd engine.Command) (engine.Process, error) {
 		if !path.IsAbs(spec.Workspace) {
 			return nil, fmt.Errorf("%w %q: the workspace is not an absolute path", executor.ErrWorkdir, spec.Workspace)
 		}
-		wrapper = sandbox.RemoteWrapper(spec.Level, spec.Workspace, "__dsh_s", "__dsh_pre", remoteRoots(spec)...)
 	}
 	if !path.IsAbs(spec.Workdir) {
 		return nil, fmt.Errorf("%w %q: not an absolute path", executor.ErrWorkdir, spec.Workdir)
@@ -71,6 +100,12 @@ func (s *Spawner) Spawn(cmd engine.Command) (engine.Process, error) {
 		cancel()
 		if err != nil {
 			return nil, err
+		}
+		var wrapper string
+		if confined {
+			if wrapper, err = remoteWrapper(spec, c.spillDir, s.known.note(spec)); err != nil {
+				return nil, err
+			}
 		}
 		p, err := c.start(&launch{
 			marker:   newMarker(),
@@ -137,6 +172,25 @@ func lastLine(s string) string {
 		return s[i+1:]
 	}
 	return s
+}
+
+// remoteWrapper is the sandbox wrapper for spec on a host whose spill
+// directory is spillDir ("" when the hello could not make one): the state
+// directory above it is hidden and holds the placeholder registry, the
+// session's spill directory is shown read-only; others are the other known
+// sessions' directories (pinned, and not to be reached through). A writable
+// level without a state directory is refused.
+func remoteWrapper(spec executor.Spec, spillDir string, others []string) (string, error) {
+	if spillDir == "" && spec.Level.Writable() {
+		return "", fmt.Errorf("%w: the host has no usable state directory for the sandbox's placeholder registry (see the daemon's log)", executor.ErrSandbox)
+	}
+	rs := sandbox.RemoteSpec{Level: spec.Level, Workspace: spec.Workspace, Roots: remoteRoots(spec), ScriptVar: "__dsh_s", Pre: "__dsh_pre",
+		AllowNewRepository: spec.AllowNewRepository, Others: others}
+	if spillDir != "" {
+		rs.StateDir = path.Dir(spillDir)
+		rs.SpillDir = spillDir + "/" + ownerDirName(spec.Owner)
+	}
+	return sandbox.RemoteWrapper(rs), nil
 }
 
 // remoteRoots are spec's additional directories as the host's sandbox

@@ -59,9 +59,13 @@ const maxInline = 32 << 10
 // (its pid and start time, appended to the registry file), prints
 // "MARK ok PGID START" and evaluates the command in place, so the group
 // leader is the command's own shell and sshd's exit-status or exit-signal
-// is the command's. Nothing is started before the command, between the
-// header and it or after it, so the exit the channel reports cannot be the
-// wrapper's, and a command costs no process beyond its own.
+// is the command's. At LevelOff nothing is started before the command,
+// between the header and it or after it, so the exit the channel reports
+// cannot be the wrapper's, and a command costs no process beyond its own.
+// At a confined level the shell runs the sandbox wrapper
+// (sandbox.RemoteWrapper), which at the writable levels makes the
+// placeholders before the sandbox, waits for it, removes them and exits
+// with the sandbox's status.
 //
 // An inline launch (a login bash, a short script, no Spec.Stdin or Spec.Env)
 // is the exec request itself: the prelude with the script quoted in it. Any
@@ -78,17 +82,18 @@ type launch struct {
 	private  bool     // export holds Spec.Env: keep it off the command line
 	registry string   // the supervisor's registry file
 	// sandbox, when set, is the bash (sandbox.RemoteWrapper) that runs the
-	// script ($__dsh_s) inside the host's bubblewrap in place of the
-	// shell, after the words of the array __dsh_pre.
+	// script ($__dsh_s) inside the host's bubblewrap, after the words of
+	// the array __dsh_pre, and ends the shell with its status.
 	sandbox string
 }
 
 // inline reports whether l can be the exec request itself for a host whose
-// login shell is bash. The request's command is the shell's argv, which
+// login shell is bash (the script and the sandbox wrapper, 16 KiB at the
+// writable levels, within maxInline). The request's command is the shell's argv, which
 // other users of the host can read: a script may be there (a local
 // command's is too), Spec.Env may not.
 func (l *launch) inline(loginBash bool) bool {
-	return loginBash && len(l.script) <= maxInline && len(l.stdin) == 0 && !l.private
+	return loginBash && len(l.script)+len(l.sandbox) <= maxInline && len(l.stdin) == 0 && !l.private
 }
 
 // request returns the exec request's command and what the channel's stdin
@@ -156,8 +161,9 @@ func (l *launch) prelude(inline bool) string {
 	}
 	switch {
 	case l.sandbox != "":
-		// The launcher replaces the shell: the group leader keeps its pid
-		// and start time, as registered.
+		// The wrapper stays the group leader (its pid and start time, as
+		// registered, own its placeholders), waits for the launcher and
+		// exits with its status; read-only levels exec the launcher.
 		pre := ""
 		if len(u) > 0 {
 			pre = "env " + strings.Join(u, " ")

@@ -1,7 +1,8 @@
 // Package sshdtest runs a real OpenSSH server for tests: /usr/sbin/sshd on
 // 127.0.0.1 and a free port, with a generated host key, a generated client
 // key in authorized_keys and a known_hosts file naming the host key, all in
-// a temporary directory. Tests log in as the user running them.
+// a temporary directory. Tests log in as the user running them, or (run as
+// root, Options.Nobody) as nobody, an unprivileged remote user.
 //
 //	srv := sshdtest.Start(t)
 //	// connect to srv.Addr as srv.User with srv.ClientKey, checking the
@@ -90,7 +91,17 @@ type Options struct {
 	// SetEnv are extra NAME=value variables sshd sets in every session
 	// (its SetEnv), e.g. a credential a login environment would carry.
 	SetEnv []string
+	// Nobody logs in as nobody (NobodyUID) instead of the user running
+	// the test: an unprivileged remote user for a test run as root. sshd
+	// then runs in a private mount namespace (util-linux unshare) whose
+	// /etc/passwd gives nobody /bin/bash as its shell and / as its home;
+	// the host's own files are not changed. Root only: the test fails
+	// otherwise.
+	Nobody bool
 }
+
+// NobodyUID is the uid (and gid) of Options.Nobody's user.
+const NobodyUID = 65534
 
 // Start starts sshd for t and stops it when t ends. See the package doc
 // for when it skips.
@@ -118,6 +129,15 @@ func StartWith(t testing.TB, opts Options) *Server {
 		t.Fatalf("sshdtest: current user: %v", err)
 	}
 	s := &Server{t: t, Dir: t.TempDir(), User: u.Username, Host: "127.0.0.1", opts: opts}
+	if opts.Nobody {
+		if os.Geteuid() != 0 {
+			t.Fatal("sshdtest: Options.Nobody needs root")
+		}
+		if s.Dir, err = nobodyDir(t); err != nil {
+			t.Fatalf("sshdtest: %v", err)
+		}
+		s.User = "nobody"
+	}
 	if err := s.writeKeys(); err != nil {
 		t.Fatalf("sshdtest: %v", err)
 	}
@@ -158,7 +178,33 @@ func (s *Server) writeKeys() error {
 	if s.ClientSigner, err = ssh.ParsePrivateKey(pem); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(s.Dir, "authorized_keys"), ssh.MarshalAuthorizedKey(clientPub), 0o600)
+	mode := os.FileMode(0o600)
+	if s.opts.Nobody {
+		mode = 0o644 // sshd reads it as the user logging in
+	}
+	return os.WriteFile(filepath.Join(s.Dir, "authorized_keys"), ssh.MarshalAuthorizedKey(clientPub), mode)
+}
+
+// nobodyDir is a directory for the server's files that nobody can
+// traverse (t.TempDir's parent is private), removed when t ends, holding
+// the passwd file nobody logs in through.
+func nobodyDir(t testing.TB) (string, error) {
+	dir, err := os.MkdirTemp("", "sshdtest-nobody-")
+	if err != nil {
+		return "", err
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		return "", err
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	lines = slices.DeleteFunc(lines, func(l string) bool { return strings.HasPrefix(l, "nobody:") })
+	lines = append(lines, fmt.Sprintf("nobody:x:%d:%d:nobody:/:/bin/bash", NobodyUID, NobodyUID))
+	return dir, os.WriteFile(filepath.Join(dir, "passwd"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 }
 
 // writeKey writes a new ed25519 private key (OpenSSH format, 0600) to path
@@ -255,6 +301,11 @@ func Agent(t testing.TB, keyPath string) string {
 // start runs sshd and waits until it accepts connections.
 func (s *Server) start() error {
 	cmd := exec.Command(SSHD, "-D", "-e", "-f", s.config)
+	if s.opts.Nobody {
+		// unshare and sh exec in place: the pid stays sshd's.
+		cmd = exec.Command("unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+			`mount --bind "$0" /etc/passwd && exec "$@"`, filepath.Join(s.Dir, "passwd"), SSHD, "-D", "-e", "-f", s.config)
+	}
 	log := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	// A test binary that dies (a timeout panic) takes its sshd along.
