@@ -103,34 +103,16 @@ func (s *Spawner) protect(ws string, extra, others []string, newRepo bool) prote
 		}
 	}
 	entry := func(path string, name protectedName) {
-		if s.places.share(path) { // another command's placeholder: held for this one too
+		switch path, h := s.places.hold(ws, path, name); h {
+		case holdPlaceholder: // made, or another command's: held for this one too
 			p.placeholders = append(p.placeholders, path)
 			p.ro = append(p.ro, path)
 			pin(path)
-			return
-		}
-		if _, err := os.Lstat(path); err == nil {
+		case holdExisting:
 			if r, ok := resolveExisting(path); ok && within(r, ws) {
 				p.ro = append(p.ro, r)
 				pin(r)
 			}
-			return
-		}
-		if name.content == "-" {
-			return
-		}
-		// The topmost missing component gets the placeholder: with
-		// .husky absent, .husky itself, or .husky/_ could be made.
-		for parent := filepath.Dir(path); parent != ws && within(parent, ws); parent = filepath.Dir(parent) {
-			if _, err := os.Lstat(parent); err == nil {
-				break
-			}
-			path, name = parent, protectedName{name: filepath.Base(parent), dir: true}
-		}
-		if s.places.make(path, name) {
-			p.placeholders = append(p.placeholders, path)
-			p.ro = append(p.ro, path)
-			pin(path)
 		}
 	}
 	for _, rel := range s.protected {
