@@ -36,6 +36,7 @@ type placeholders struct {
 	owner   string   // this daemon: "PID-STARTTIME"
 	dirty   bool     // held changed since the record was written
 	rec     *os.File // this daemon's record, opened on first use
+	recLen  int64    // its length
 	stash   stash
 }
 
@@ -202,7 +203,10 @@ func (ps *placeholders) writeRecord() {
 		ps.dirty = true
 		return
 	}
-	_ = ps.rec.Truncate(int64(b.Len()))
+	if n := int64(b.Len()); n < ps.recLen {
+		_ = ps.rec.Truncate(n) // shorter: drop the tail (a longer write covered it)
+	}
+	ps.recLen = int64(b.Len())
 }
 
 // release drops one use of each path and removes those no command uses
@@ -262,15 +266,12 @@ func (h *placeholder) remove(path string) {
 // same inode, and a directory (emptiness is rmdir's or the stash's check)
 // or a regular file of the size it was made with.
 func (h *placeholder) is(path string) bool {
-	fi, err := os.Lstat(path)
-	if err != nil {
+	var st syscall.Stat_t
+	if syscall.Lstat(path, &st) != nil || uint64(st.Dev) != h.dev || st.Ino != h.ino {
 		return false
 	}
-	st := fi.Sys().(*syscall.Stat_t)
-	if uint64(st.Dev) != h.dev || st.Ino != h.ino {
-		return false
-	}
-	return h.dir && fi.IsDir() || !h.dir && fi.Mode().IsRegular() && fi.Size() == h.size
+	mode := st.Mode & syscall.S_IFMT
+	return h.dir && mode == syscall.S_IFDIR || !h.dir && mode == syscall.S_IFREG && st.Size == h.size
 }
 
 // sweep removes the placeholders recorded by daemons no longer running
