@@ -160,3 +160,34 @@ func readRecord(t *testing.T, ps *placeholders) string {
 	}
 	return string(b)
 }
+
+// TestPlaceholderOtherFilesystem: a workspace on another filesystem than
+// the state directory (no rename between them) gets its placeholders made
+// and removed in place, and the stash is left as it was.
+func TestPlaceholderOtherFilesystem(t *testing.T) {
+	ps, near := newPlaceholders(t)
+	far, err := os.MkdirTemp("/dev/shm", "dsh-placeholder-test-")
+	if err != nil {
+		t.Skipf("no /dev/shm to put a workspace on another filesystem: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(far) })
+	var a, b syscall.Stat_t
+	if syscall.Stat(near, &a) != nil || syscall.Stat(far, &b) != nil || a.Dev == b.Dev {
+		t.Skip("/dev/shm is on the state directory's filesystem here")
+	}
+	zed := protectedName{name: ".zed", dir: true}
+	ps.hold(near, filepath.Join(near, ".zed"), zed)
+	ps.release([]string{filepath.Join(near, ".zed")}) // one spare, on near's filesystem
+	for range 2 {
+		if _, h := ps.hold(far, filepath.Join(far, ".zed"), zed); h != holdPlaceholder {
+			t.Fatalf("hold on another filesystem = %v, want a placeholder made in place", h)
+		}
+		ps.release([]string{filepath.Join(far, ".zed")})
+		if entries, _ := os.ReadDir(far); len(entries) != 0 {
+			t.Fatalf("the workspace holds %v after the release", entries)
+		}
+	}
+	if names, _ := readNames(ps.stash.dir); len(names) != 1 {
+		t.Errorf("the stash holds %v, want the one spare it had", names)
+	}
+}
