@@ -19,10 +19,12 @@ import (
 //
 //   - an entry that exists is a read-only bind mount of itself: a mount
 //     point cannot be written, renamed, replaced or unlinked (EBUSY);
-//   - an entry that does not exist gets a placeholder made just before the
-//     command and mounted the same way, so nothing can be created under its
-//     name; the placeholder is removed when the command ends, and only
-//     while it is still the empty entry the daemon made (see placeholders).
+//   - an entry that does not exist gets a placeholder put in just before
+//     the command (an empty directory renamed in from the daemon's stash,
+//     or made) and mounted the same way, so nothing can be created under
+//     its name; the placeholder leaves the project when the command ends
+//     (back to the stash, or removed), and only while it is still the
+//     empty entry the daemon put there (see placeholders).
 //     Outside a git directory a placeholder is an empty directory, even
 //     for a file's name (.envrc, AGENTS.md): git neither shows nor adds an
 //     empty directory, so `git status` and `git add -A` stay as they were;
