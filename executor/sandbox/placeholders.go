@@ -126,6 +126,9 @@ func (ps *placeholders) make(path string, name protectedName) error {
 	if name.dir {
 		if sp, ok := ps.stash.take(); ok {
 			h := &placeholder{n: 1, dev: sp.dev, ino: sp.ino, dir: true, size: sp.size}
+			if !h.is(sp.path) {
+				return ps.make(path, name) // not the spare it was: dropped
+			}
 			ps.held[path] = h
 			ps.dirty = true
 			ps.writeRecord()

@@ -191,3 +191,32 @@ func TestPlaceholderOtherFilesystem(t *testing.T) {
 		t.Errorf("the stash holds %v, want the one spare it had", names)
 	}
 }
+
+// TestPlaceholderSpareReplaced: a spare replaced in the stash since it was
+// put there (here by a symlink to a directory outside) is not renamed into
+// the project: the placeholder is made in place, and leaves as usual.
+func TestPlaceholderSpareReplaced(t *testing.T) {
+	ps, ws := newPlaceholders(t)
+	zed, name := filepath.Join(ws, ".zed"), protectedName{name: ".zed", dir: true}
+	ps.hold(ws, zed, name)
+	ps.release([]string{zed})
+	spare := ps.stash.spare[0].path
+	outside := t.TempDir()
+	if err := os.Remove(spare); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, spare); err != nil {
+		t.Fatal(err)
+	}
+	ps.hold(ws, zed, name)
+	if fi, err := os.Lstat(zed); err != nil || !fi.IsDir() {
+		t.Fatalf("the placeholder is %v (%v), want a directory made in place", fi, err)
+	}
+	ps.release([]string{zed})
+	if entries, _ := os.ReadDir(ws); len(entries) != 0 {
+		t.Errorf("the project holds %v after the release", entries)
+	}
+	if fi, err := os.Lstat(spare); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the replaced spare was touched: %v %v", fi, err)
+	}
+}
