@@ -74,7 +74,10 @@ func args(p plan) []string {
 	if p.Level.Network() && p.Resolv != "" {
 		a = append(a, "--ro-bind", p.Resolv, p.Resolv)
 	}
-	if p.Home != "" {
+	// The home is shown read-only by the bind of / already; it needs a
+	// mount of its own only below a base mount that covers the host's
+	// tree (a bind costs bubblewrap a reparse of its mount table, ~0.1 ms).
+	if p.Home != "" && underBaseMount(p.Home) {
 		a = append(a, "--ro-bind", p.Home, p.Home)
 	}
 	for _, d := range p.Scratch {
@@ -130,6 +133,17 @@ func args(p plan) []string {
 	}
 	a = append(a, "--")
 	return append(a, p.Argv...)
+}
+
+// underBaseMount reports whether path lies below one of the base mounts
+// that replace the host's tree (/dev, /proc, /tmp, /run).
+func underBaseMount(path string) bool {
+	for _, d := range []string{"/dev", "/proc", "/tmp", "/run"} {
+		if within(path, d) {
+			return true
+		}
+	}
+	return false
 }
 
 // within reports whether path is dir or below it.

@@ -71,7 +71,15 @@ func TestArgs(t *testing.T) {
 			t.Errorf("%s: command at the end %q", tc.level, tail)
 		}
 	}
+	if i := index(args(base), "--ro-bind", "/home/u", "/home/u"); i >= 0 {
+		t.Errorf("a home outside /tmp and /run is bound again (the bind of / shows it read-only): %q", args(base))
+	}
 	p := base
+	p.Home = "/tmp/home"
+	if index(args(p), "--ro-bind", "/tmp/home", "/tmp/home") < 0 {
+		t.Errorf("a home under /tmp is not shown: %q", args(p))
+	}
+	p = base
 	p.Level, p.Workspace = executor.LevelWorkspace, "/"
 	a := strings.Join(args(p), " ")
 	if !strings.Contains(a, "--bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /run") {

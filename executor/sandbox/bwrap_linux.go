@@ -138,7 +138,7 @@ func (s *Spawner) spawn(cmd engine.Command, spillDir string) (*process, error) {
 		return nil, fmt.Errorf("%w: %w", executor.ErrSandbox, err)
 	}
 	g.release(lp.Pid(), launcher)
-	return &process{Process: lp, release: func() { s.places.release(p.Placeholders) }}, nil
+	return &process{Process: lp, pid1: !launcher, release: func() { s.places.release(p.Placeholders) }}, nil
 }
 
 // launcher makes bwrap pid 1 of a pid namespace of its own: signals the
@@ -216,6 +216,20 @@ type process struct {
 	*local.Process
 	started atomic.Bool // a command was seen running below bwrap (see Signal)
 	release func()      // removes the command's placeholders
+	// pid1: the daemon's child is bwrap itself, pid 1 of its pid
+	// namespace (no launcher between). Its exit is reported only once
+	// every process of the namespace has been reaped, so once Wait
+	// returned the group holds nothing a signal could reach (gone).
+	pid1 bool
+	gone atomic.Bool
+}
+
+// Wait implements engine.Process.
+func (p *process) Wait() {
+	p.Process.Wait()
+	if p.pid1 {
+		p.gone.Store(true)
+	}
 }
 
 // Release implements engine.Process; it also removes the placeholders the

@@ -19,10 +19,12 @@ import (
 //
 //   - an entry that exists is a read-only bind mount of itself: a mount
 //     point cannot be written, renamed, replaced or unlinked (EBUSY);
-//   - an entry that does not exist gets a placeholder made just before the
-//     command and mounted the same way, so nothing can be created under its
-//     name; the placeholder is removed when the command ends, and only
-//     while it is still the empty entry the daemon made (see placeholders).
+//   - an entry that does not exist gets a placeholder put in just before
+//     the command (an empty directory renamed in from the daemon's stash,
+//     or made) and mounted the same way, so nothing can be created under
+//     its name; the placeholder leaves the project when the command ends
+//     (back to the stash, or removed), and only while it is still the
+//     empty entry the daemon put there (see placeholders).
 //     Outside a git directory a placeholder is an empty directory, even
 //     for a file's name (.envrc, AGENTS.md): git neither shows nor adds an
 //     empty directory, so `git status` and `git add -A` stay as they were;
@@ -103,34 +105,16 @@ func (s *Spawner) protect(ws string, extra, others []string, newRepo bool) prote
 		}
 	}
 	entry := func(path string, name protectedName) {
-		if s.places.share(path) { // another command's placeholder: held for this one too
+		switch path, h := s.places.hold(ws, path, name); h {
+		case holdPlaceholder: // made, or another command's: held for this one too
 			p.placeholders = append(p.placeholders, path)
 			p.ro = append(p.ro, path)
 			pin(path)
-			return
-		}
-		if _, err := os.Lstat(path); err == nil {
+		case holdExisting:
 			if r, ok := resolveExisting(path); ok && within(r, ws) {
 				p.ro = append(p.ro, r)
 				pin(r)
 			}
-			return
-		}
-		if name.content == "-" {
-			return
-		}
-		// The topmost missing component gets the placeholder: with
-		// .husky absent, .husky itself, or .husky/_ could be made.
-		for parent := filepath.Dir(path); parent != ws && within(parent, ws); parent = filepath.Dir(parent) {
-			if _, err := os.Lstat(parent); err == nil {
-				break
-			}
-			path, name = parent, protectedName{name: filepath.Base(parent), dir: true}
-		}
-		if s.places.make(path, name) {
-			p.placeholders = append(p.placeholders, path)
-			p.ro = append(p.ro, path)
-			pin(path)
 		}
 	}
 	for _, rel := range s.protected {

@@ -247,6 +247,7 @@ func (s *Spawner) Close() error {
 	s.probeOnce.Do(func() {}) // a probe under way ends first; none starts now
 	err := s.plain.Close()
 	s.guards.close()
+	s.places.close()
 	return err
 }
 

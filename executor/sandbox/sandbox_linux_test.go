@@ -83,6 +83,30 @@ func TestWorkspaceWrites(t *testing.T) {
 	}
 }
 
+// TestHomeOutsideBaseMounts: a home the bind of / shows (not below /tmp
+// or /run, so it gets no mount of its own) is read-only, its ~/.cache is
+// throwaway space and its hidden files stay unreadable, at both writable
+// and read-only levels.
+func TestHomeOutsideBaseMounts(t *testing.T) {
+	requireBwrap(t)
+	home := mkdir(t, filepath.Join(visibleDir(t), "home"))
+	mkdir(t, filepath.Join(home, ".cache"))
+	writeFile(t, filepath.Join(home, ".netrc"), "machine x password secret\n")
+	e := newTestExecutor(t, Config{Home: home})
+	ws := tempDir(t)
+	for _, level := range []executor.Level{executor.LevelReadOnly, executor.LevelWorkspace} {
+		res := run(t, e, level, ws, `touch ~/x 2>&1; echo c > ~/.cache/c && cat ~/.cache/c; cat ~/.netrc 2>/dev/null || echo hidden`)
+		if out := string(res.Stdout); !strings.Contains(out, "Read-only file system") || !strings.HasSuffix(out, "c\nhidden\n") {
+			t.Errorf("%s: %q (stderr %q): want ~ read-only, ~/.cache writable, ~/.netrc hidden", level, out, res.Stderr)
+		}
+		for _, f := range []string{"x", ".cache/c"} {
+			if _, err := os.Stat(filepath.Join(home, f)); err == nil {
+				t.Errorf("%s: ~/%s reached the host", level, f)
+			}
+		}
+	}
+}
+
 func TestThrowawaySpace(t *testing.T) {
 	requireBwrap(t)
 	home := testHome(t)

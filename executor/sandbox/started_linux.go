@@ -11,8 +11,13 @@ import (
 // bubblewrap yet (it is still setting the sandbox up) is sent as KILL:
 // bwrap and its init, each a pid 1, ignore TERM, so the stop would
 // otherwise wait out the whole grace period with nothing to give it to.
-// Once a command is seen running, TERM keeps its meaning.
+// Once a command is seen running, TERM keeps its meaning. After a pid 1
+// bwrap's exit (the engine's signals to a finished command's leftovers)
+// nothing is left to signal, and nothing is sent.
 func (p *process) Signal(sig syscall.Signal) error {
+	if p.gone.Load() {
+		return nil
+	}
 	if sig == syscall.SIGTERM && !p.started.Load() {
 		if commandRunning(p.Pid()) {
 			p.started.Store(true)
