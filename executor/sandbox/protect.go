@@ -51,6 +51,18 @@ var HomeProtected = []string{
 	".pam_environment",
 }
 
+// homeFilePlaceholders are the HomeProtected names whose placeholder is an
+// empty file, not a directory: git reads ~/.gitconfig on every run and
+// stops at a directory there ("unknown error occurred while reading the
+// configuration files"); an empty file is a valid empty config. (While a
+// command runs, a home that is a repository shows it untracked.)
+var homeFilePlaceholders = map[string]bool{".gitconfig": true}
+
+// homeName is the placeholder kind of the HomeProtected name rel.
+func homeName(rel string) protectedName {
+	return protectedName{name: rel, dir: !homeFilePlaceholders[rel]}
+}
+
 // gitProtected lists the entries of a git directory that can name programs
 // (config, hooks, info/attributes' drivers, a commondir or gitdir pointing
 // at another git directory, linked worktrees' and submodules' git
@@ -130,7 +142,7 @@ func (s *Spawner) protect(ws string, extra, others []string, newRepo bool) prote
 	}
 	if s.home != "" && within(s.home, ws) {
 		for _, rel := range HomeProtected {
-			entry(filepath.Join(s.home, rel), protectedName{name: rel, dir: true})
+			entry(filepath.Join(s.home, rel), homeName(rel))
 		}
 	}
 	for _, nested := range s.nested(ws) {

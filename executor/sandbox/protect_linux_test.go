@@ -341,3 +341,24 @@ func TestPlaceholdersOfAKilledDaemon(t *testing.T) {
 		t.Errorf("after the sweep the project holds %q (the killed daemon left %q)", got, left)
 	}
 }
+
+// TestGitAtHomeWithoutGitconfig: a session at cwd = $HOME where the user
+// has no ~/.gitconfig still runs git — the name's placeholder is an empty
+// file, which git reads as an empty config (a directory there stops every
+// git run) — and the command can neither write ~/.gitconfig nor leave it
+// behind.
+func TestGitAtHomeWithoutGitconfig(t *testing.T) {
+	requireBwrap(t)
+	home := tempDir(t)
+	initRepo(t, home, mkdir(t, filepath.Join(home, "proj")))
+	e := newTestExecutor(t, Config{Home: home})
+	cmd := `unset GIT_CONFIG_GLOBAL XDG_CONFIG_HOME; cd proj && git status --porcelain && git log --oneline | wc -l; ` +
+		`git config --global core.fsmonitor 'touch /tmp/x' 2>/dev/null && echo written; true`
+	res := run(t, e, executor.LevelWorkspace, home, cmd)
+	if res.ExitCode != 0 || strings.TrimSpace(string(res.Stdout)) != "1" {
+		t.Fatalf("git at $HOME without ~/.gitconfig: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(home, ".gitconfig")); err == nil {
+		t.Error("~/.gitconfig exists on the host after the command")
+	}
+}

@@ -61,8 +61,7 @@ import (
 // bwrap ties itself to unshare with --die-with-parent, and unshare is not
 // tied to the wrapper; the connection's end stops the group); no IPC
 // guard (path sockets and FIFOs reachable, hard-link writes not copied);
-// ~/.gitconfig's placeholder is an empty file, not a directory (git stops
-// at a directory there); no check that a workspace is still the
+// no check that a workspace is still the
 // directory it was (renamed and replaced by a real directory between two
 // commands; other sessions' directories known to this daemon are pinned
 // and a workspace reached through a symlink inside one is refused, as
@@ -408,7 +407,7 @@ func remoteTables() string {
 	var hk []string
 	for _, n := range HomeProtected {
 		hp = append(hp, shq(n))
-		if remoteFilePlaceholders[n] {
+		if homeFilePlaceholders[n] {
 			hk = append(hk, "["+shq(n)+"]=f")
 		}
 	}
@@ -425,12 +424,6 @@ func remoteTables() string {
 	return fmt.Sprintf("__dsh_dp=(%s); __dsh_hp=(%s); unset -v __dsh_hk; declare -A __dsh_hk=(%s); __dsh_gn=(%s); __dsh_gk=(%s); __dsh_gc=(%s)",
 		strings.Join(dp, " "), strings.Join(hp, " "), strings.Join(hk, " "), strings.Join(gn, " "), strings.Join(gk, " "), strings.Join(gc, " "))
 }
-
-// remoteFilePlaceholders are the HomeProtected names whose placeholder is
-// an empty file, not a directory: git reads ~/.gitconfig on every run and
-// stops at a directory there ("unknown error occurred while reading the
-// configuration files"); an empty file is a valid empty config.
-var remoteFilePlaceholders = map[string]bool{".gitconfig": true}
 
 // remoteHidden is the Credentials table as bash statements appending the
 // host's candidate paths to the array __dsh_h, without a fork: the home's
