@@ -220,3 +220,23 @@ func TestPlaceholderSpareReplaced(t *testing.T) {
 		t.Errorf("the replaced spare was touched: %v %v", fi, err)
 	}
 }
+
+// TestPlaceholderFilledAndRetakenWhileReleased: a placeholder filled from
+// the host in the instant it is being put back, its name taken again in
+// the same instant, leaves the user's file in the project beside the name
+// (path.dsh-acp-restored-1), not in the daemon's stash.
+func TestPlaceholderFilledAndRetakenWhileReleased(t *testing.T) {
+	ps, ws := newPlaceholders(t)
+	zed := filepath.Join(ws, ".zed")
+	ps.hold(ws, zed, protectedName{name: ".zed", dir: true})
+	putBackMoved = func(dst string) {
+		writeFile(t, filepath.Join(dst, "settings.json"), "mine\n")
+		mkdir(t, zed)
+	}
+	defer func() { putBackMoved = nil }()
+	ps.release([]string{zed})
+	got, err := os.ReadFile(filepath.Join(ws, ".zed.dsh-acp-restored-1", "settings.json"))
+	if err != nil || string(got) != "mine\n" {
+		t.Fatalf("the user's file is not in the project: %q %v", got, err)
+	}
+}

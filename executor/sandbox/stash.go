@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -73,13 +75,38 @@ func (s *stash) putBack(path string, h *placeholder) bool {
 	if renameNoReplace(path, dst) != nil {
 		return false // another filesystem, or no renameat2 there: rmdir
 	}
+	if putBackMoved != nil {
+		putBackMoved(dst)
+	}
 	if !h.is(dst) || !emptyDir(dst) {
-		// Filled (or swapped) between the check and the rename: back.
-		_ = renameNoReplace(dst, path)
+		// Filled (or swapped) between the check and the rename: back to
+		// its name, or beside it when the name was taken again meanwhile,
+		// so that what the user put there stays in the project.
+		restore(dst, path)
 		return true
 	}
 	s.spare = append(s.spare, spare{path: dst, dev: h.dev, ino: h.ino, size: h.size})
 	return true
+}
+
+// putBackMoved, when set (tests), runs right after putBack's rename: the
+// window in which the host may fill the directory or take its name again.
+var putBackMoved func(dst string)
+
+// restore moves dst, a directory filled from the host while it was being
+// put back, back to path; when path was taken again meanwhile, to the
+// first free "path.dsh-acp-restored-N" beside it. Only if every such name
+// is taken does it stay in the stash, which the sweep never empties of
+// anything but empty directories.
+func restore(dst, path string) {
+	if renameNoReplace(dst, path) == nil {
+		return
+	}
+	for n := 1; n <= 100; n++ {
+		if err := renameNoReplace(dst, path+".dsh-acp-restored-"+strconv.Itoa(n)); err == nil || !errors.Is(err, fs.ErrExist) {
+			return
+		}
+	}
 }
 
 // empty removes the stash (the daemon is closing).
