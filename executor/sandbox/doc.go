@@ -145,6 +145,10 @@
 //   - Nested repositories are found by a bounded search (4 deep, 3 000
 //     directories, not node_modules, reused for 30 s); one created during
 //     a command, or past the bounds, is not protected.
+//   - A .git that is a symlink to its git directory inside the workspace
+//     gets that directory's entries protected and the directory pinned,
+//     but the link itself is no mount point: a command can replace it by
+//     a repository of its own, which a later git on the host then reads.
 //   - A write through a workspace file hard-linked from outside (pnpm's
 //     store) goes to a copy at every confined level (ipcguard.go): at
 //     workspace-network too, whose sandboxes start under the links-only

@@ -195,6 +195,14 @@ func (s *Spawner) protectRepo(ws, dotgit string, p *protection, pin func(string)
 		return
 	case fi.IsDir():
 		s.protectGitDir(ws, dotgit, p, pin, entry, pinned)
+	case fi.Mode()&os.ModeSymlink != 0:
+		// A .git linking to the git directory: git follows it, so its
+		// target's entries are protected (and the target pinned). The link
+		// itself is no mount point: a command can replace it (see the
+		// package's known limits).
+		if gd, ok := resolveExisting(dotgit); ok && gd != ws && within(gd, ws) && isDir(gd) {
+			s.protectGitDir(ws, gd, p, pin, entry, pinned)
+		}
 	}
 }
 

@@ -95,6 +95,14 @@ func TestProtectedRepository(t *testing.T) {
 		{name: "hooks path in the workspace", setup: func(t *testing.T, ws string) {
 			hostGit(t, home, ws, "config", "core.hooksPath", ".husky/_")
 		}, cmd: `plant .husky/_/post-commit; plant .husky/_/pre-commit`},
+		{name: ".git a symlink to the git directory", setup: func(t *testing.T, ws string) {
+			if err := os.Rename(filepath.Join(ws, ".git"), filepath.Join(ws, "meta.git")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("meta.git", filepath.Join(ws, ".git")); err != nil {
+				t.Fatal(err)
+			}
+		}, cmd: `plant .git/hooks/post-commit; plant meta.git/hooks/pre-commit; git config core.fsmonitor "touch $PWN"`},
 		{name: "linked worktree's gitdir file", setup: func(t *testing.T, ws string) {
 			hostGit(t, home, ws, "worktree", "add", "-q", "wt")
 		}, cmd: `plant .git/worktrees/wt/hooks/post-commit; echo "gitdir: $PWD/evil" > wt/.git; cp -a .git evil; git config -f evil/config core.fsmonitor "touch $PWN"`, git: "wt"},
