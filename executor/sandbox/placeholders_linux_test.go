@@ -240,3 +240,22 @@ func TestPlaceholderFilledAndRetakenWhileReleased(t *testing.T) {
 		t.Fatalf("the user's file is not in the project: %q %v", got, err)
 	}
 }
+
+// TestPlaceholderInsideAHeldOne: a second command protecting .husky/_
+// while the first holds the placeholder .husky shares .husky instead of
+// making .husky/_ inside it (which would keep the first command's rmdir
+// from removing it): after both end, nothing is left.
+func TestPlaceholderInsideAHeldOne(t *testing.T) {
+	ps, ws := newPlaceholders(t)
+	hooks := filepath.Join(ws, ".husky", "_")
+	first, _ := ps.hold(ws, hooks, protectedName{name: "_", dir: true})
+	second, h := ps.hold(ws, hooks, protectedName{name: "_", dir: true})
+	if want := filepath.Join(ws, ".husky"); first != want || second != want || h != holdPlaceholder {
+		t.Fatalf("holds = %q, %q (%v); want both the placeholder %q", first, second, h, want)
+	}
+	ps.release([]string{first})
+	ps.release([]string{second})
+	if entries, _ := os.ReadDir(ws); len(entries) != 0 {
+		t.Errorf("left in the project: %v", entries)
+	}
+}
