@@ -419,7 +419,7 @@ func remoteTables() string {
 		case g.content == "-":
 			k = "-"
 		}
-		gn, gk, gc = append(gn, shq(g.name)), append(gk, k), append(gc, bashWord(g.content))
+		gn, gk, gc = append(gn, shq(g.name)), append(gk, k), append(gc, Quote(g.content))
 	}
 	return fmt.Sprintf("__dsh_dp=(%s); __dsh_hp=(%s); unset -v __dsh_hk; declare -A __dsh_hk=(%s); __dsh_gn=(%s); __dsh_gk=(%s); __dsh_gc=(%s)",
 		strings.Join(dp, " "), strings.Join(hp, " "), strings.Join(hk, " "), strings.Join(gn, " "), strings.Join(gk, " "), strings.Join(gc, " "))
@@ -458,8 +458,17 @@ func shq(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// bashWord is s as one bash word on one line: $'...' with escapes.
-func bashWord(s string) string {
+// Quote makes s one bash word that stays on one line: single quotes when s
+// is printable ASCII without a quote or backslash, else $'...' with escapes.
+func Quote(s string) string {
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = c >= 0x20 && c < 0x7f && c != '\'' && c != '\\'
+	}
+	if plain {
+		return "'" + s + "'"
+	}
 	var b strings.Builder
 	b.WriteString("$'")
 	for i := 0; i < len(s); i++ {
@@ -467,6 +476,10 @@ func bashWord(s string) string {
 		case c == '\'' || c == '\\':
 			b.WriteByte('\\')
 			b.WriteByte(c)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\t':
+			b.WriteString(`\t`)
 		case c < 0x20 || c == 0x7f:
 			fmt.Fprintf(&b, `\x%02x`, c)
 		default:

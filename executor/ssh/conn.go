@@ -15,6 +15,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/dsh-acp/dsh-acp/executor/engine"
+	"github.com/dsh-acp/dsh-acp/executor/sandbox"
 )
 
 // ErrConnectionLost is matched (errors.Is) by *LostError.
@@ -291,7 +292,7 @@ func (c *conn) hello(ctx context.Context) error {
 	c.cmdline = commandLine(c.direct)
 	state := `case ${XDG_STATE_HOME-} in /*) __d=$XDG_STATE_HOME/dsh-acp;; *) __d=$HOME/.local/state/dsh-acp;; esac`
 	if c.d.stateDir != "" {
-		state = "__d=" + quote(c.d.stateDir)
+		state = "__d=" + sandbox.Quote(c.d.stateDir)
 	}
 	prelude := strings.Join([]string{
 		"unset -v n p",

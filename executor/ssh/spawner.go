@@ -147,7 +147,7 @@ func (s *Spawner) checkDir(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	q := quote(dir)
+	q := sandbox.Quote(dir)
 	out, _, err := c.run(ctx, fmt.Sprintf("unset -v n p; cd -- %s 2>/dev/null && echo ok || { [ -e %s ] && { [ -d %s ] && echo EACCES || echo ENOTDIR; } || echo ENOENT; }", q, q, q), nil, 4096)
 	if err != nil {
 		return err

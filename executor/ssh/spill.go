@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/executor/engine"
+	"github.com/dsh-acp/dsh-acp/executor/sandbox"
 )
 
 // spills is the engine.SpillStore on the host: spill files live in the
@@ -47,8 +48,8 @@ func (s *spills) Create(owner, base string) (engine.SpillFile, string, error) {
 	prelude := strings.Join([]string{
 		"unset -v n p",
 		"umask 077",
-		fmt.Sprintf("mkdir -- %s 2>/dev/null", quote(dir)),
-		fmt.Sprintf("{ [ ! -L %s ] && cd -- %s && [ -O . ] && chmod 700 . && set -C && exec 3>%s; } 2>/dev/null || { echo fail; exit 1; }", quote(dir), quote(dir), quote(path)),
+		fmt.Sprintf("mkdir -- %s 2>/dev/null", sandbox.Quote(dir)),
+		fmt.Sprintf("{ [ ! -L %s ] && cd -- %s && [ -O . ] && chmod 700 . && set -C && exec 3>%s; } 2>/dev/null || { echo fail; exit 1; }", sandbox.Quote(dir), sandbox.Quote(dir), sandbox.Quote(path)),
 		"echo ok",
 		"exec cat >&3 3>&-",
 	}, "; ")
@@ -108,7 +109,7 @@ func (f *spillFile) Remove() error {
 	if err != nil {
 		return fmt.Errorf("remove spill file: %w", err)
 	}
-	_, status, err := c.run(ctx, "unset -v n p; rm -f -- "+quote(f.path), nil, 1024)
+	_, status, err := c.run(ctx, "unset -v n p; rm -f -- "+sandbox.Quote(f.path), nil, 1024)
 	if err == nil && status != 0 {
 		err = fmt.Errorf("exit status %d", status)
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/dsh-acp/dsh-acp/executor/sandbox"
 )
 
 // supervisor is the one long-lived remote bash of a connection, in a
@@ -48,7 +50,7 @@ func supervisorPrelude(reg string, grace time.Duration) string {
 		"umask 077",
 		"trap '' TERM INT HUP QUIT PIPE",
 		"exec 2>/dev/null",
-		"__reg=" + quote(reg),
+		"__reg=" + sandbox.Quote(reg),
 		`{ set -C; : >"$__reg"; } || { echo fail; exit 1; }`,
 		"set +C",
 		"declare -A __rel",

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dsh-acp/dsh-acp/executor/sandbox"
 )
 
 func TestParseTarget(t *testing.T) {
@@ -72,16 +74,16 @@ func FuzzParseTarget(f *testing.F) {
 	})
 }
 
-// checkQuote asks the real bash what quote(s) means.
+// checkQuote asks the real bash what sandbox.Quote(s) means.
 func checkQuote(t *testing.T, s string) {
 	t.Helper()
-	q := quote(s)
+	q := sandbox.Quote(s)
 	if strings.ContainsAny(q, "\n\r") {
-		t.Fatalf("quote(%q) = %q spans lines", s, q)
+		t.Fatalf("sandbox.Quote(%q) = %q spans lines", s, q)
 	}
 	out, err := exec.Command("bash", "-c", "printf %s "+q).Output()
 	if err != nil || string(out) != s {
-		t.Fatalf("bash reads quote(%q) = %q as %q (%v)", s, q, out, err)
+		t.Fatalf("bash reads sandbox.Quote(%q) = %q as %q (%v)", s, q, out, err)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dsh-acp/dsh-acp/executor/sandbox"
 )
 
 // reader is the command sshd hands to the login shell for every channel: it
@@ -110,12 +112,12 @@ func (l *launch) request(cmdline string, loginBash bool) (string, []byte) {
 // own $LINENO counts from 1 (eval adds the line it stands on). inline puts
 // the script in it; otherwise it reads the script from stdin.
 func (l *launch) prelude(inline bool) string {
-	m := quote(l.marker)
-	dir := quote(l.dir)
+	m := sandbox.Quote(l.marker)
+	dir := sandbox.Quote(l.dir)
 	var b []string
 	add := func(format string, args ...any) { b = append(b, fmt.Sprintf(format, args...)) }
 	if inline {
-		add("__dsh_s=%s", quote(l.script))
+		add("__dsh_s=%s", sandbox.Quote(l.script))
 	} else {
 		add("unset -v n p")
 		add("__dsh_s=")
@@ -145,19 +147,19 @@ func (l *launch) prelude(inline bool) string {
 	if len(l.export) > 0 {
 		q := make([]string, len(l.export))
 		for i, kv := range l.export {
-			q[i] = quote(kv)
+			q[i] = sandbox.Quote(kv)
 		}
 		add("export %s", strings.Join(q, " "))
 	}
 	// The leader's start time (/proc/PID/stat field 22) tells the
 	// supervisor the group's leader from a process that took its pid.
 	add(`__dsh_t=; read -r __dsh_t < /proc/$$/stat 2>/dev/null && { set -- ${__dsh_t##*) }; __dsh_t=${20-}; set --; }`)
-	add(`printf '%%s %%s\n' "$$" "$__dsh_t" >> %s 2>/dev/null`, quote(l.registry))
+	add(`printf '%%s %%s\n' "$$" "$__dsh_t" >> %s 2>/dev/null`, sandbox.Quote(l.registry))
 	add(`printf '%%s ok %%s %%s\n' %s "$$" "$__dsh_t"`, m)
 	add("unset -v __dsh_e __dsh_in __dsh_t")
 	var u []string
 	for _, n := range l.envUnset {
-		u = append(u, "-u "+quote(n))
+		u = append(u, "-u "+sandbox.Quote(n))
 	}
 	switch {
 	case l.sandbox != "":
@@ -183,38 +185,6 @@ func (l *launch) prelude(inline bool) string {
 // seconds formats d for sleep(1): "0.2".
 func seconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
-}
-
-// quote makes s one bash word that stays on one line: single quotes when s
-// is printable ASCII without a quote or backslash, else $'...' with escapes.
-func quote(s string) string {
-	plain := true
-	for i := 0; i < len(s) && plain; i++ {
-		c := s[i]
-		plain = c >= 0x20 && c < 0x7f && c != '\'' && c != '\\'
-	}
-	if plain {
-		return "'" + s + "'"
-	}
-	var b strings.Builder
-	b.WriteString("$'")
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '\'' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c == '\n':
-			b.WriteString(`\n`)
-		case c == '\t':
-			b.WriteString(`\t`)
-		case c < 0x20 || c == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, c)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('\'')
-	return b.String()
 }
 
 // isName reports whether s is a name bash can set or unset.
