@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -71,9 +70,5 @@ func run(t testing.TB, e *Executor, level executor.Level, cwd, command string) e
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.Run(context.Background(), spec, nil)
-	if err != nil {
-		t.Fatalf("Run(%.60q): %v", command, err)
-	}
-	return res
+	return executortest.MustRun(t, e, spec)
 }

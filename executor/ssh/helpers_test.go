@@ -1,7 +1,6 @@
 package ssh
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -46,9 +45,5 @@ func runIn(t *testing.T, e *Executor, ws string, level executor.Level, roots []s
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.Run(context.Background(), spec, nil)
-	if err != nil {
-		t.Fatalf("%s: %v", level, err)
-	}
-	return res
+	return executortest.MustRun(t, e, spec)
 }
