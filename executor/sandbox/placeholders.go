@@ -125,7 +125,8 @@ func (ps *placeholders) make(path string, name protectedName) error {
 	}
 	if name.dir {
 		if sp, ok := ps.stash.take(); ok {
-			h := &placeholder{n: 1, dev: sp.dev, ino: sp.ino, dir: true, size: sp.size}
+			h := &sp.placeholder
+			h.n = 1
 			if !h.is(sp.path) {
 				return ps.make(path, name) // not the spare it was: dropped
 			}

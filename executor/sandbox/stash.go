@@ -27,11 +27,11 @@ type stash struct {
 	made  bool
 }
 
-// spare is one empty directory of the stash.
+// spare is one empty directory of the stash: the placeholder it was (or
+// will be), now at path.
 type spare struct {
-	path     string
-	dev, ino uint64
-	size     int64
+	path string
+	placeholder
 }
 
 // stashPrefix names the stash directories in the record directory.
@@ -85,7 +85,7 @@ func (s *stash) putBack(path string, h *placeholder) bool {
 		restore(dst, path)
 		return true
 	}
-	s.spare = append(s.spare, spare{path: dst, dev: h.dev, ino: h.ino, size: h.size})
+	s.spare = append(s.spare, spare{path: dst, placeholder: placeholder{dev: h.dev, ino: h.ino, dir: true, size: h.size}})
 	return true
 }
 
