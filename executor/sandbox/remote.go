@@ -85,13 +85,15 @@ var RemoteTools = [][2]string{
 
 // RemoteProbe is bash that exits 0 where RemoteWrapper can run: the
 // RemoteTools on PATH, GNU realpath -e and stat -c, and a sandbox that
-// starts.
+// starts. The first tool missing ends it with status 3 and the line
+// "missing NAME <the host's PATH>".
 var RemoteProbe = func() string {
 	var names []string
 	for _, t := range RemoteTools {
 		names = append(names, t[0])
 	}
-	return `for __dsh_p in ` + strings.Join(names, " ") + `; do command -v "$__dsh_p" >/dev/null || exit 3; done && ` +
+	return `for __dsh_p in ` + strings.Join(names, " ") + `; do command -v "$__dsh_p" >/dev/null || ` +
+		`{ printf 'missing %s %s\n' "$__dsh_p" "$PATH"; exit 3; }; done && ` +
 		`realpath -z -e -- / >/dev/null && stat -c '%d %i %s %f %n' -- / >/dev/null && rm -df -- && ` +
 		`unshare --user --map-current-user --pid --fork --kill-child -- bwrap --die-with-parent --unshare-pid --unshare-user ` +
 		`--disable-userns --cap-drop ALL --unshare-net --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp -- true`

@@ -50,18 +50,6 @@ func (b *remoteBox) state() (done bool, why error) {
 	return b.done, b.why
 }
 
-// probeScript is sandbox.RemoteProbe after a check that names the first
-// of sandbox.RemoteTools the host lacks ("missing flock <the host's
-// PATH>").
-var probeScript = func() string {
-	var names []string
-	for _, t := range sandbox.RemoteTools {
-		names = append(names, t[0])
-	}
-	return `for __dsh_p in ` + strings.Join(names, " ") + `; do command -v "$__dsh_p" >/dev/null || ` +
-		`{ printf 'missing %s %s\n' "$__dsh_p" "$PATH"; exit 3; }; done; ` + sandbox.RemoteProbe
-}()
-
 // toolPackage is the package that has the remote tool prog.
 func toolPackage(prog string) string {
 	for _, t := range sandbox.RemoteTools {
@@ -72,10 +60,10 @@ func toolPackage(prog string) string {
 	return prog
 }
 
-// probeBox runs probeScript on the host; its error is a
+// probeBox runs sandbox.RemoteProbe on the host; its error is a
 // *executor.SandboxReason naming the host, what it lacks and the fix.
 func (s *Spawner) probeBox() error {
-	p, err := s.Spawn(engine.Command{Spec: executor.Spec{Command: probeScript + " 2>&1", Workdir: "/", Level: executor.LevelOff}})
+	p, err := s.Spawn(engine.Command{Spec: executor.Spec{Command: sandbox.RemoteProbe + " 2>&1", Workdir: "/", Level: executor.LevelOff}})
 	if err != nil {
 		return s.reason(fmt.Errorf("%w: the host's sandbox could not be probed: %w", executor.ErrSandbox, err), "",
 			"Check that the host can be reached (the first command shows why not), then restart the agent: the probe runs once.")
