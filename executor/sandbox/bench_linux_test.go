@@ -175,10 +175,7 @@ func BenchmarkVsBareBwrap(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bare := []string{"--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-		"--unshare-user", "--disable-userns", "--cap-drop", "ALL", "--unshare-net",
-		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run",
-		"--bind", ws, ws, "--chdir", ws, "--", "bash", "-c", "true"}
+	bare := bareArgs(ws)
 	sides := []func() error{
 		func() error { return exec.Command("bwrap", bare...).Run() },
 		func() error {
